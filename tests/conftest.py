@@ -1,0 +1,7 @@
+"""Cross-package tests: the build tooling under tools/ is importable from here."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
