@@ -50,9 +50,7 @@ def build(session: nox.Session) -> None:
             return
         session.log("building: " + ", ".join(m.distribution for m in stale))
         _install_locked(session, str(torch_wheel), "setuptools", "wheel")
-        build_members(
-            ROOT, DIST, MEMBERS, stale, torch_version, lambda *cmd: session.run(*cmd, external=True)
-        )
+        build_members(ROOT, DIST, MEMBERS, stale, torch_version, lambda *cmd: session.run(*cmd, external=True))
     except BuildError as exc:
         session.error(str(exc))
 

@@ -28,12 +28,8 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     (root / "packages").mkdir(parents=True)
     for name in ("selector", "dispatch"):
-        shutil.copytree(
-            ROOT / "packages" / name, root / "packages" / name, ignore=shutil.ignore_patterns("build")
-        )
-    (root / "pyproject.toml").write_text(
-        '[tool.uv.workspace]\nmembers = ["packages/selector", "packages/dispatch"]\n'
-    )
+        shutil.copytree(ROOT / "packages" / name, root / "packages" / name, ignore=shutil.ignore_patterns("build"))
+    (root / "pyproject.toml").write_text('[tool.uv.workspace]\nmembers = ["packages/selector", "packages/dispatch"]\n')
     dist = root / "dist"
     dist.mkdir()
     records = []
@@ -41,9 +37,7 @@ def workspace(tmp_path: Path) -> Path:
         wheel = dist / f"{member.wheel_stem}-{member.version}-py3-none-any.whl"
         wheel.write_bytes(member.distribution.encode() * 100)
         records.append(
-            WheelRecord(
-                member.distribution, member.version, wheel.name, file_sha256(wheel), source_sha256(member)
-            )
+            WheelRecord(member.distribution, member.version, wheel.name, file_sha256(wheel), source_sha256(member))
         )
     write_manifest(dist, Manifest("abc", "2.13.0+cpu", tuple(records)))
     return root

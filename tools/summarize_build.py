@@ -13,9 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads(Path(args[0]).read_text())
     print(f"commit {manifest['git_sha'][:12]}  torch {manifest['torch_version']}")
     for wheel in manifest["wheels"]:
-        print(
-            f"  {wheel['distribution']:<22} {wheel['version']:<8} {wheel['file']}  sha256:{wheel['sha256'][:12]}"
-        )
+        print(f"  {wheel['distribution']:<22} {wheel['version']:<8} {wheel['file']}  sha256:{wheel['sha256'][:12]}")
     return 0
 
 

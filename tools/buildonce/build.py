@@ -23,15 +23,11 @@ Runner = Callable[..., object]
 
 def git_sha(root: Path) -> str:
     """The checkout's commit, or 'unknown' outside git; recorded so a dist/ can be traced to its source."""
-    result = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=False
-    )
+    result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=False)
     return result.stdout.strip() if result.returncode == 0 else "unknown"
 
 
-def _is_current(
-    record: WheelRecord | None, member: Member, manifest: Manifest | None, torch_version: str
-) -> bool:
+def _is_current(record: WheelRecord | None, member: Member, manifest: Manifest | None, torch_version: str) -> bool:
     if record is None or manifest is None:
         return False
     if record.source_sha256 != source_sha256(member):

@@ -98,9 +98,7 @@ def verify_wheel(dist: Path, record: WheelRecord) -> Path:
     """The wheel's path, after checking it exists and still has the hash the manifest recorded."""
     path = dist / record.file
     if not path.is_file():
-        raise BuildError(
-            f"{path}: wheel listed in {dist / MANIFEST_NAME} is missing; run nox -s build -- --force"
-        )
+        raise BuildError(f"{path}: wheel listed in {dist / MANIFEST_NAME} is missing; run nox -s build -- --force")
     actual = file_sha256(path)
     if actual != record.sha256:
         raise BuildError(

@@ -64,7 +64,5 @@ def ensure_torch_wheel(wheelhouse: Path, env: os._Environ[str] | dict[str, str] 
     wheels = _torch_wheels(wheelhouse)
     if result.returncode != 0 or not wheels:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise BuildError(
-            f"could not fetch {TORCH_PIN} into {wheelhouse}: {last} (set {WHEEL_ENV} or {INDEX_ENV})"
-        )
+        raise BuildError(f"could not fetch {TORCH_PIN} into {wheelhouse}: {last} (set {WHEEL_ENV} or {INDEX_ENV})")
     return wheels[-1]
