@@ -1,0 +1,129 @@
+"""Compute functions on scratchpad tiles, and the device numerics rule they follow.
+
+Rule: float16/bfloat16 inputs are widened to float32, the function runs in float32 (so reductions and matmul
+accumulate in float32), and each result is rounded once to its output tile's dtype. float32 and index/mask inputs
+are used as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .dtypes import DEVICE_DTYPES, WIDENED_DTYPES
+
+ComputeFn = Callable[..., Any]
+
+_FN_NAME = re.compile(r"^_?[a-z][a-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+
+#: Functions that run on the systolic arrays; their cost is counted in multiply-accumulates.
+MATMUL_FNS = frozenset({"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot"})
+#: Composite functions that take several passes over their input on the vector unit.
+VECTOR_PASSES: Mapping[str, int] = {
+    "_softmax": 4,
+    "_log_softmax": 4,
+    "softmax": 4,
+    "log_softmax": 4,
+    "native_layer_norm": 5,
+    "var": 2,
+    "std": 2,
+    "var_mean": 2,
+}
+#: Functions that only move data: no floating-point operations.
+DATA_MOVEMENT_FNS = frozenset({"copy", "cast", "clone", "t", "transpose", "permute", "cat", "stack", "index_select"})
+
+
+def _copy(source: torch.Tensor) -> torch.Tensor:
+    return source
+
+
+def _cast(source: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    return source if dtype is None else source.to(dtype)
+
+
+#: The engine's own functions; `copy` keeps the dtype, `cast` rounds to the output tile's dtype.
+ENGINE_FNS: Mapping[str, ComputeFn] = {"copy": _copy, "cast": _cast}
+
+
+class FnError(ValueError):
+    """A compute function that does not exist or refuses its inputs; the validator adds core and index."""
+
+
+def resolve_fn(name: str) -> ComputeFn:
+    """Map a program `fn` to a callable: an engine function, or an aten operator (optionally `name.overload`)."""
+    if name in ENGINE_FNS:
+        return ENGINE_FNS[name]
+    if not _FN_NAME.match(name) or "__" in name:
+        raise FnError(f"unknown fn {name!r}: not an aten operator name")
+    base, _, overload = name.partition(".")
+    if base.endswith("_") or overload == "out":
+        raise FnError(f"fn {name!r} writes in place; compute fns must write their output tile instead")
+    try:
+        packet = getattr(torch.ops.aten, base)
+        return getattr(packet, overload) if overload else packet
+    except (AttributeError, RuntimeError):
+        raise FnError(f"unknown fn {name!r}: no such aten operator or engine fn (copy, cast)") from None
+
+
+def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn JSON attrs into keyword arguments: a `dtype` is given by its device name."""
+    decoded = dict(attrs)
+    if "out" in decoded:
+        raise FnError("attr 'out' is not allowed: results go to the output tile")
+    if "dtype" in decoded:
+        name = decoded["dtype"]
+        if not isinstance(name, str) or name not in DEVICE_DTYPES:
+            raise FnError(f"attr dtype {name!r} is not a device dtype")
+        decoded["dtype"] = DEVICE_DTYPES[name]
+    return decoded
+
+
+def call(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
+    """Run `fn` with float16/bfloat16 inputs widened to float32; return its tensor results as a tuple."""
+    result = fn(*[tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in inputs], **attrs)
+    if isinstance(result, torch.Tensor):
+        return (result,)
+    if isinstance(result, (tuple, list)) and all(isinstance(item, torch.Tensor) for item in result):
+        return tuple(result)
+    raise FnError(f"returned {type(result).__name__}, not tensors")
+
+
+def infer(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
+    """Run `fn` on meta tensors shaped like the input tiles (no data, no allocation) to learn its result shapes.
+
+    A function without a meta kernel is run once on zero-filled CPU tiles, which are small (they fit a scratchpad).
+    """
+    meta = [torch.empty(tile.shape, dtype=tile.dtype, device="meta") for tile in inputs]
+    try:
+        return call(fn, meta, attrs)
+    except NotImplementedError:
+        return call(fn, [torch.zeros(tile.shape, dtype=tile.dtype) for tile in inputs], attrs)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeWork:
+    """What one compute instruction costs, independent of the data: elements through the vector unit, MACs."""
+
+    vector_elements: int
+    macs: int
+    flops: int
+
+
+def work_of(name: str, inputs: Sequence[torch.Size], outputs: Sequence[torch.Size]) -> ComputeWork:
+    """Count the work of one compute instruction from its tile shapes."""
+    base = name.partition(".")[0]
+    out_elements = sum(math.prod(shape) for shape in outputs)
+    if base in MATMUL_FNS:
+        operands = inputs[1:] if base in {"addmm", "baddbmm", "addmv"} else inputs
+        depth = operands[0][-1] if operands and len(operands[0]) else 1
+        macs = out_elements * depth
+        return ComputeWork(vector_elements=0, macs=macs, flops=2 * macs)
+    elements = max([out_elements, *(math.prod(shape) for shape in inputs)])
+    passes = VECTOR_PASSES.get(base, 1)
+    flops = 0 if base in DATA_MOVEMENT_FNS else elements * passes
+    return ComputeWork(vector_elements=elements * passes, macs=0, flops=flops)

@@ -1,0 +1,27 @@
+"""The dtypes a Ring-32 tile or buffer may hold, by their program-format names."""
+
+from __future__ import annotations
+
+import torch
+
+#: Floating dtypes the device computes in (no float64, no complex).
+FLOAT_DTYPES: dict[str, torch.dtype] = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+}
+
+#: Integer and bool dtypes, for index and mask tiles only.
+INDEX_DTYPES: dict[str, torch.dtype] = {
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+}
+
+DEVICE_DTYPES: dict[str, torch.dtype] = {**FLOAT_DTYPES, **INDEX_DTYPES}
+DTYPE_NAMES: dict[torch.dtype, str] = {dtype: name for name, dtype in DEVICE_DTYPES.items()}
+
+#: Reduced-precision dtypes whose values are computed in float32 and rounded once on store.
+WIDENED_DTYPES: frozenset[torch.dtype] = frozenset({torch.float16, torch.bfloat16})
