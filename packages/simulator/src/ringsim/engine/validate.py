@@ -5,7 +5,7 @@ Each check raises ProgramError naming the core and instruction index (and the JS
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,28 +223,16 @@ def _check_pairing(program: Program, steps: list[list[Step]]) -> None:
 
 def _check_barriers(program: Program, steps: list[list[Step]]) -> None:
     """Every core with work must reach the same number of barriers, or the ones with more wait forever."""
-    counts = Counter(
-        {
-            core.core: sum(step.kind == "barrier" for step in core_steps)
-            for core, core_steps in zip(program.cores, steps, strict=True)
-        }
-    )
-    reference_core = program.cores[0].core
-    expected = counts[reference_core]
-    for core, core_steps in zip(program.cores, steps, strict=True):
-        count = counts[core.core]
-        if count == expected:
-            continue
-        barriers = [step for step in core_steps if step.kind == "barrier"]
-        if count > expected:
-            extra = barriers[expected]
-            raise ProgramError(
-                f"barrier {expected + 1} is never reached by core {reference_core}, which has {expected} barriers",
-                core=core.core,
-                index=extra.index,
-                op="barrier",
-            )
+    barriers = [[step for step in core_steps if step.kind == "barrier"] for core_steps in steps]
+    most = max(range(len(steps)), key=lambda position: len(barriers[position]))
+    fewest = min(range(len(steps)), key=lambda position: len(barriers[position]))
+    reached = len(barriers[fewest])
+    if reached != len(barriers[most]):
+        extra = barriers[most][reached]
         raise ProgramError(
-            f"core has {count} barriers but core {reference_core} has {expected}: the cores would deadlock",
-            core=core.core,
+            f"barrier {reached + 1} is never reached by core {program.cores[fewest].core}, which has {reached} "
+            f"barriers: the cores would deadlock",
+            core=extra.core,
+            index=extra.index,
+            op="barrier",
         )
