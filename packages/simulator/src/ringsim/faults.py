@@ -63,6 +63,14 @@ def inject(kind: FaultKind, at_kernel: int) -> None:
         _faults()[at_kernel] = kind
 
 
+def load_env() -> None:
+    """Re-read RINGSIM_FAULT now (it is otherwise read at the first launch), replacing every armed fault."""
+    global _armed
+    armed = parse_spec(os.environ.get(ENV_VAR, ""))
+    with _lock:
+        _armed = armed
+
+
 def clear() -> None:
     """Disarm every fault, including those from the environment."""
     global _armed
