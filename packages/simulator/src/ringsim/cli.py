@@ -112,11 +112,13 @@ def _format_report(report: Any, cores: bool) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from . import faults
     from .engine import ProgramError, launch, parse_program
     from .faults import FaultConfigError, TransientDeviceError
 
     document = _load(args.program)
     try:
+        faults.load_env()
         program = parse_program(document)
         buffers = _allocate(program, args.seed, args.program)
         report = launch(program, buffers)
