@@ -15,5 +15,5 @@ setup(
             extra_compile_args=["-O2", "-std=c++17"],
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=False)},
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
 )

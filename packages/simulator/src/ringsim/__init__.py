@@ -2,4 +2,8 @@
 
 from importlib.metadata import version as _version
 
+from ringsim.backend import autoload as _autoload
+
+_autoload()
+
 __version__ = _version("tributary-simulator")

@@ -1,0 +1,21 @@
+// Registers the storage kernels for PrivateUse1. Compute ops are registered elsewhere; an op
+// with no ring kernel fails instead of falling back to CPU, as on a real accelerator.
+#include <torch/library.h>
+
+#include "aten/StorageKernels.h"
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", &ringsim::kernels::empty_memory_format);
+  m.impl("empty_strided", &ringsim::kernels::empty_strided);
+  m.impl("as_strided", &ringsim::kernels::as_strided);
+  m.impl("view", &ringsim::kernels::view);
+  m.impl("_reshape_alias", &ringsim::kernels::reshape_alias);
+  m.impl("resize_", &ringsim::kernels::resize_);
+  m.impl("set_", &ringsim::kernels::set_empty_);
+  m.impl("set_.source_Tensor", &ringsim::kernels::set_tensor_);
+  m.impl("set_.source_Storage", &ringsim::kernels::set_storage_);
+  m.impl("set_.source_Storage_storage_offset", &ringsim::kernels::set_storage_offset_);
+  m.impl("_copy_from", &ringsim::kernels::copy_from);
+  m.impl("_copy_from_and_resize", &ringsim::kernels::copy_from_and_resize);
+  m.impl("_local_scalar_dense", &ringsim::kernels::local_scalar_dense);
+}
