@@ -1,0 +1,70 @@
+"""Binding an aten call's arguments to its schema, and the cache key of a call.
+
+Kernels are generic per kind, so they need the arguments by schema name, and a key that says when two calls can
+share one program: same shapes, dtypes and non-tensor arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "tensor", "tensors", "other"
+    default: Any
+    has_default: bool
+    kwarg_only: bool
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The parameters of one overload, in schema order."""
+
+    qualname: str  # e.g. "add.Tensor"
+    params: tuple[Param, ...]
+    index: dict[str, int]
+
+    @classmethod
+    def of(cls, op: torch._ops.OpOverload) -> Signature:
+        params = []
+        for arg in op._schema.arguments:
+            text = str(arg.type)
+            kind = "tensors" if text.startswith(("List[Tensor", "Tensor[]", "List[Optional[Tensor")) else (
+                "tensor" if text.startswith(("Tensor", "Optional[Tensor")) else "other"
+            )
+            params.append(Param(arg.name, kind, arg.default_value, arg.has_default_value(), arg.kwarg_only))
+        name = op._schema.name.removeprefix("aten::")
+        qualname = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+        return cls(qualname, tuple(params), {p.name: i for i, p in enumerate(params)})
+
+    def invoke(self, op: torch._ops.OpOverload, values: Sequence[Any]) -> Any:
+        """Call `op` (this signature's overload, or one sharing its parameters) with bound values."""
+        args = [v for p, v in zip(self.params, values, strict=True) if not p.kwarg_only]
+        kwargs = {p.name: v for p, v in zip(self.params, values, strict=True) if p.kwarg_only}
+        return op(*args, **kwargs)
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """Argument values in schema order, defaults filled in."""
+        values = list(args)
+        for param in self.params[len(values) :]:
+            values.append(kwargs[param.name] if param.name in kwargs else param.default)
+        return values
+
+
+def key_of(value: Any) -> Any:
+    """What of an argument decides the program: tensors by shape/dtype/device, other values as themselves."""
+    if isinstance(value, torch.Tensor):
+        if value.device.type == "cpu" and value.dim() == 0:
+            return ("cpu_scalar", value.dtype, value.item())
+        return (value.device.type, value.dtype, tuple(value.shape))
+    if isinstance(value, (list, tuple)):
+        return tuple(key_of(v) for v in value)
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return (type(value).__name__, value)

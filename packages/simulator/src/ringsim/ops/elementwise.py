@@ -1,0 +1,111 @@
+"""Elementwise kernels (pointwise math, comparisons, activations, where/masked_fill): split the output across cores.
+
+Operands of the output's shape are split flat, in whole sticks. Broadcast operands are loaded whole by every core
+while the output's leading dimension is split; when a broadcast operand is too large for that, it is first expanded
+into device memory by the copy kernel and the flat split applies.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ringsim.ops.calls import Signature
+from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
+from ringsim.ops.programs import Operand, Step, TooLargeError, row_program
+from ringsim.ops.registry import DEVICE, OpSpec
+
+
+def meta_args(values: Values) -> list[Any]:
+    """The call's arguments with device tensors replaced by meta tensors of the same shape and dtype."""
+
+    def meta(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and v.device.type == DEVICE:
+            return torch.empty(v.shape, dtype=v.dtype, device="meta")
+        if isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
+            return [meta(t) for t in v]
+        return v
+
+    return [meta(v) for v in values]
+
+
+def meta_outputs(op: torch._ops.OpOverload, values: Values) -> tuple[torch.Tensor, ...]:
+    result = Signature.of(op).invoke(op, meta_args(values))
+    return (result,) if isinstance(result, torch.Tensor) else tuple(result)
+
+
+def scalar(value: Any) -> Any:
+    """A CPU 0-dim tensor argument becomes the number it holds (an instruction attribute)."""
+    return value.item() if isinstance(value, torch.Tensor) else value
+
+
+def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any], bool]:
+    """Device tensors leading the schema become the compute's input tiles; everything else its attrs."""
+    positional: list[int] = []
+    attrs: dict[str, Any] = {}
+    substituted = False
+    for i, (param, value) in enumerate(zip(sig.params, values, strict=True)):
+        on_device = isinstance(value, torch.Tensor) and value.device.type == DEVICE
+        if on_device and len(positional) == i:
+            positional.append(i)
+        elif on_device:
+            raise NotImplementedError(f"{DEVICE}: aten::{sig.qualname} with a host scalar before a device tensor")
+        elif value is not None or param.has_default:
+            attrs[param.name] = scalar(value)
+            substituted |= isinstance(value, torch.Tensor)
+    return positional, attrs, substituted
+
+
+def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+    out = meta_outputs(op, values)[0]
+    shape = tuple(out.shape)
+    positional, attrs, substituted = split_call(sig, values)
+    fn = spec.aten if substituted else sig.qualname
+    finish = returns_first
+    if out.numel() == 0:
+        return Plan(key, None, (), (OutputSpec("out", shape, out.dtype),), finish)
+    try:
+        return _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=True)
+    except TooLargeError:
+        return _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=False)
+
+
+def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: bool) -> Plan:
+    numel = math.prod(shape)
+    flat = all(values[i].numel() in (1, numel) and values[i].dim() in (0, len(shape)) for i in positional) or not (
+        broadcast_whole
+    )
+    operands, getters = [], []
+    for n, i in enumerate(positional):
+        t = values[i]
+        name = f"in{n}"
+        if flat and t.numel() == numel and tuple(t.shape) == shape:
+            operands.append(Operand(name, t.dtype, ()))
+            getters.append((name, _arg(i)))
+        elif flat and broadcast_whole:
+            operands.append(Operand(name, t.dtype, tuple(t.shape), split=False))
+            getters.append((name, _arg(i)))
+        elif flat:
+            operands.append(Operand(name, t.dtype, ()))
+            getters.append((name, _expanded(i, shape)))
+        elif t.dim() == len(shape) and t.shape[0] == shape[0] and shape[0] > 1:
+            operands.append(Operand(name, t.dtype, tuple(t.shape[1:])))
+            getters.append((name, _arg(i)))
+        else:
+            operands.append(Operand(name, t.dtype, tuple(t.shape), split=False))
+            getters.append((name, _arg(i)))
+    rows = numel if flat else shape[0]
+    operands.append(Operand("out", dtype, () if flat else shape[1:], role="out"))
+    step = Step(fn, tuple(f"in{n}" for n in range(len(positional))), ("out",), attrs)
+    program = row_program(fn, rows, operands, [step])
+    return Plan(key, program, tuple(getters), (OutputSpec("out", shape, dtype),), returns_first)
+
+
+def _arg(i: int):
+    return lambda values: values[i]
+
+
+def _expanded(i: int, shape: tuple[int, ...]):
+    return lambda values: values[i].expand(shape).contiguous()

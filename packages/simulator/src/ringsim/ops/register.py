@@ -1,0 +1,69 @@
+"""Registers every registry op's kernels for PrivateUse1, and the fallback that names what is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ringsim.ops import creation, dispatch, elementwise, errors, matmul, movement, rows
+from ringsim.ops.registry import SPECS, Kind, OpSpec
+from ringsim.ops.variants import variants
+
+_BUILDERS: dict[str, dispatch.Builder] = {
+    "cat": movement.build_cat,
+    "index_select": movement.build_index_select,
+    "gather": movement.build_gather,
+    "_softmax": rows.build_softmax,
+    "_log_softmax": rows.build_softmax,
+    "native_layer_norm": rows.build_layer_norm,
+}
+_BY_KIND: dict[Kind, dispatch.Builder] = {
+    Kind.ELEMENTWISE: elementwise.build,
+    Kind.DATA_MOVEMENT: elementwise.build,
+    Kind.REDUCTION: rows.build_reduction,
+    Kind.MATMUL: matmul.build,
+}
+
+_libraries: list[torch.library.Library] = []
+
+
+def _creation_kernel(spec: OpSpec, qualname: str):
+    if spec.aten == "fill_":
+        return creation.fill_kernel(spec, qualname)
+    if spec.aten == "zero_":
+        return creation.zero_kernel(spec, qualname)
+    if spec.aten == "arange":
+        return creation.arange_kernel(spec, qualname)
+    draw = creation.uniform if spec.aten == "uniform_" else creation.normal
+    return creation.random_kernel(spec, qualname, draw)
+
+
+def _unregistered(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+    """PrivateUse1 fallback: everything not in the registry is refused by name, never run on the host."""
+    name = op._schema.name.removeprefix("aten::")
+    overload = op._overloadname
+    raise errors.unsupported_op(name if overload == "default" else f"{name}.{overload}")
+
+
+def register() -> None:
+    """Register the kernels (once per process)."""
+    if _libraries:
+        return
+    lib = torch.library.Library("aten", "IMPL")
+    for spec in SPECS:
+        for variant in variants(spec):
+            if spec.kind in (Kind.CREATION, Kind.RANDOM):
+                kernel = _creation_kernel(spec, variant.qualname)
+            else:
+                build = _BUILDERS.get(spec.aten) or _BY_KIND[spec.kind]
+                if variant.role == "functional":
+                    kernel = dispatch.functional_kernel(spec, variant.op, build)
+                elif variant.role == "inplace":
+                    kernel = dispatch.inplace_kernel(spec, variant.op, variant.functional, build)
+                else:
+                    kernel = dispatch.out_kernel(spec, variant.op, variant.functional, build)
+            lib.impl(variant.qualname, kernel, "PrivateUse1")
+    fallback = torch.library.Library("_", "IMPL")
+    fallback.fallback(_unregistered, "PrivateUse1")
+    _libraries.extend([lib, fallback])

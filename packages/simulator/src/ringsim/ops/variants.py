@@ -1,0 +1,63 @@
+"""The overloads registering one registry entry covers: the functional ones, their in-place and ``out=`` forms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+
+from ringsim.ops.registry import SPECS, OpSpec
+
+
+@dataclass(frozen=True)
+class Variant:
+    qualname: str  # e.g. "add_.Tensor"
+    role: str  # "functional", "inplace" or "out"
+    op: torch._ops.OpOverload
+    functional: torch._ops.OpOverload
+
+
+def _qualname(op: torch._ops.OpOverload) -> str:
+    name = op._schema.name.removeprefix("aten::")
+    return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+
+
+def _arguments(op: torch._ops.OpOverload) -> tuple[tuple[str, str], ...]:
+    return tuple((a.name, str(a.type)) for a in op._schema.arguments if not a.is_out)
+
+
+def _outs(op: torch._ops.OpOverload) -> int:
+    return sum(1 for a in op._schema.arguments if a.is_out)
+
+
+def _overload(packet: str, name: str) -> torch._ops.OpOverload | None:
+    pk = getattr(torch.ops.aten, packet, None)
+    return getattr(pk, name, None) if pk is not None and name in pk.overloads() else None
+
+
+@cache
+def variants(spec: OpSpec) -> tuple[Variant, ...]:
+    """Every overload of `spec`, in a stable order."""
+    found: list[Variant] = []
+    for name in spec.overloads:
+        functional = _overload(spec.aten, name)
+        if functional is None:
+            raise LookupError(f"aten::{spec.aten}.{name} does not exist in this torch")
+        found.append(Variant(_qualname(functional), "functional", functional, functional))
+        if spec.aten.endswith("_"):
+            continue
+        inplace = _overload(spec.aten + "_", name)
+        if inplace is not None:
+            found.append(Variant(_qualname(inplace), "inplace", inplace, functional))
+        args = _arguments(functional)
+        for candidate in getattr(torch.ops.aten, spec.aten).overloads():
+            op = _overload(spec.aten, candidate)
+            if op is not None and _outs(op) == 1 and _arguments(op) == args and op is not functional:
+                found.append(Variant(_qualname(op), "out", op, functional))
+    return tuple(found)
+
+
+@cache
+def all_variants() -> tuple[Variant, ...]:
+    return tuple(v for spec in SPECS for v in variants(spec))
