@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,46 +13,48 @@ if TYPE_CHECKING:
 _CATEGORIES = ("total", "compute", "memory", "communication")
 
 
-@dataclass(slots=True)
 class _Totals:
-    kernels: int = 0
-    cycles: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_CATEGORIES, 0.0))
-    bytes_read: int = 0
-    bytes_written: int = 0
-    ring_bytes: int = 0
-    sticks: int = 0
-    flops: int = 0
-    by_kernel: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Launch counts per distinct report: recording a launch is one dict update, totals are summed on demand."""
+
+    def __init__(self) -> None:
+        self.launches: dict[int, list[Any]] = {}
 
     def add(self, report: KernelReport) -> None:
-        self.kernels += 1
-        cycles = self.cycles
-        cycles["total"] += report.total_cycles
-        cycles["compute"] += report.compute_cycles
-        cycles["memory"] += report.memory_cycles
-        cycles["communication"] += report.communication_cycles
-        self.bytes_read += report.bytes_read
-        self.bytes_written += report.bytes_written
-        self.ring_bytes += report.ring_bytes
-        self.sticks += report.sticks
-        self.flops += report.flops
-        entry = self.by_kernel.get(report.name)
+        entry = self.launches.get(id(report))
         if entry is None:
-            entry = self.by_kernel[report.name] = {"kernels": 0, "cycles": 0.0, "bytes": 0}
-        entry["kernels"] += 1
-        entry["cycles"] += report.total_cycles
-        entry["bytes"] += report.bytes_read + report.bytes_written
+            self.launches[id(report)] = [report, 1]
+        else:
+            entry[1] += 1
 
     def as_dict(self) -> dict[str, Any]:
+        cycles = dict.fromkeys(_CATEGORIES, 0.0)
+        moved = {"read": 0, "written": 0, "ring": 0}
+        kernels = sticks = flops = 0
+        by_kernel: dict[str, dict[str, float]] = {}
+        for report, count in self.launches.values():
+            kernels += count
+            cycles["total"] += count * report.total_cycles
+            cycles["compute"] += count * report.compute_cycles
+            cycles["memory"] += count * report.memory_cycles
+            cycles["communication"] += count * report.communication_cycles
+            moved["read"] += count * report.bytes_read
+            moved["written"] += count * report.bytes_written
+            moved["ring"] += count * report.ring_bytes
+            sticks += count * report.sticks
+            flops += count * report.flops
+            entry = by_kernel.setdefault(report.name, {"kernels": 0, "cycles": 0.0, "bytes": 0})
+            entry["kernels"] += count
+            entry["cycles"] += count * report.total_cycles
+            entry["bytes"] += count * report.bytes_moved
         return {
-            "kernels": self.kernels,
-            "cycles": {name: round(value) for name, value in self.cycles.items()},
-            "bytes": {"read": self.bytes_read, "written": self.bytes_written, "ring": self.ring_bytes},
-            "sticks": self.sticks,
-            "flops": self.flops,
+            "kernels": kernels,
+            "cycles": {name: round(value) for name, value in cycles.items()},
+            "bytes": moved,
+            "sticks": sticks,
+            "flops": flops,
             "by_kernel": {
                 name: {"kernels": int(entry["kernels"]), "cycles": round(entry["cycles"]), "bytes": int(entry["bytes"])}
-                for name, entry in sorted(self.by_kernel.items())
+                for name, entry in sorted(by_kernel.items())
             },
         }
 

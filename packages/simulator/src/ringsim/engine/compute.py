@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .dtypes import DEVICE_DTYPES, WIDENED_DTYPES
+from .dtypes import DEVICE_DTYPES, DTYPE_NAMES, WIDENED_DTYPES
 
 ComputeFn = Callable[..., Any]
 
@@ -71,15 +71,16 @@ def resolve_fn(name: str) -> ComputeFn:
 
 
 def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """Turn JSON attrs into keyword arguments: a `dtype` is given by its device name."""
+    """Turn JSON attrs into keyword arguments: a `dtype` is given by its device name (or, in-process, a torch.dtype)."""
     decoded = dict(attrs)
     if "out" in decoded:
         raise FnError("attr 'out' is not allowed: results go to the output tile")
     if "dtype" in decoded:
-        name = decoded["dtype"]
-        if not isinstance(name, str) or name not in DEVICE_DTYPES:
-            raise FnError(f"attr dtype {name!r} is not a device dtype")
-        decoded["dtype"] = DEVICE_DTYPES[name]
+        dtype = decoded["dtype"]
+        if isinstance(dtype, str) and dtype in DEVICE_DTYPES:
+            decoded["dtype"] = DEVICE_DTYPES[dtype]
+        elif not isinstance(dtype, torch.dtype) or dtype not in DTYPE_NAMES:
+            raise FnError(f"attr dtype {dtype!r} is not a device dtype")
     return decoded
 
 

@@ -42,6 +42,8 @@ class Action:
 
     kind: str
     tile_bytes: torch.Tensor | None = None
+    #: For a DMA of a whole buffer into a tile of its dtype and shape: the typed tile, copied without byte views.
+    whole: torch.Tensor | None = None
     buffer: str | None = None
     start: int = 0
     end: int = 0
@@ -66,7 +68,10 @@ def bind(
         core = step.core
         if step.kind in ("dma_in", "dma_out"):
             tile = (step.writes or step.reads)[0]
-            actions.append(Action(step.kind, views[(core, tile)][0], step.buffer, step.start, step.start + step.nbytes))
+            raw, typed = views[(core, tile)]
+            spec = program.buffers[step.buffer]
+            whole = typed if (spec.dtype, spec.shape, step.start) == (typed.dtype, tuple(typed.shape), 0) else None
+            actions.append(Action(step.kind, raw, whole, step.buffer, step.start, step.start + step.nbytes))
         elif step.kind == "compute":
             actions.append(
                 Action(
@@ -84,39 +89,51 @@ def bind(
     return tuple(actions)
 
 
-def buffer_bytes(program: Program, buffers: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Check the bound tensors against the declared buffers and view each as its raw bytes."""
+def check_buffers(program: Program, buffers: Mapping[str, torch.Tensor]) -> None:
+    """Check the bound tensors against the declared buffers: same names, contiguous CPU memory of the same size."""
     declared = program.buffers
-    if len(buffers) != len(declared) or any(name not in buffers for name in declared):
+    if buffers.keys() != declared.keys():
         missing = sorted(declared.keys() - buffers.keys())
         extra = sorted(buffers.keys() - declared.keys())
         detail = f"buffer {missing[0]!r} is not bound" if missing else f"buffer {extra[0]!r} is not declared"
         raise ProgramError(f"launch of {program.name!r}: {detail}")
-    raw = {}
     for name, tensor in buffers.items():
-        if tensor.nbytes != declared[name].nbytes or tensor.device.type != "cpu" or not tensor.is_contiguous():
+        if tensor.nbytes != declared[name].nbytes or not tensor.is_cpu or not tensor.is_contiguous():
             raise ProgramError(
                 f"launch of {program.name!r}: buffer {name!r} must be a contiguous CPU alias of device memory of "
                 f"{declared[name].nbytes} bytes, got {tensor.nbytes} bytes on {tensor.device} "
                 f"({'contiguous' if tensor.is_contiguous() else 'not contiguous'})"
             )
-        raw[name] = tensor.view(-1).view(torch.uint8)
-    return raw
 
 
-def run(actions: tuple[Action, ...], raw: Mapping[str, torch.Tensor]) -> None:
+def byte_view(tensor: torch.Tensor) -> torch.Tensor:
+    """A bound buffer as its raw bytes (the engine reinterprets whatever dtype the caller bound)."""
+    return tensor.view(-1).view(torch.uint8)
+
+
+def run(actions: tuple[Action, ...], buffers: Mapping[str, torch.Tensor]) -> None:
     """Execute the actions in order; ring transfers travel through per-link FIFOs."""
     links: dict[tuple[int, int], deque[torch.Tensor]] = {}
+    raw: dict[str, torch.Tensor] = {}
     for action in actions:
         kind = action.kind
-        if kind == "dma_in":
-            action.tile_bytes.copy_(raw[action.buffer][action.start : action.end])
-        elif kind == "dma_out":
-            raw[action.buffer][action.start : action.end].copy_(action.tile_bytes)
-        elif kind == "compute":
+        if kind == "compute":
             results = compute.call(action.fn, action.inputs, action.attrs)
             for output, result in zip(action.outputs, results, strict=True):
                 output.copy_(result if result.shape == output.shape else result.reshape(output.shape))
+        elif kind == "dma_in" or kind == "dma_out":
+            tensor = buffers[action.buffer]
+            whole = action.whole
+            if whole is not None and tensor.dtype == whole.dtype and tensor.shape == whole.shape:
+                whole.copy_(tensor) if kind == "dma_in" else tensor.copy_(whole)
+                continue
+            memory = raw.get(action.buffer)
+            if memory is None:
+                memory = raw[action.buffer] = byte_view(tensor)
+            if kind == "dma_in":
+                action.tile_bytes.copy_(memory[action.start : action.end])
+            else:
+                memory[action.start : action.end].copy_(action.tile_bytes)
         elif kind == "send":
             links.setdefault(action.link, deque()).append(action.tile_bytes.clone())
         else:

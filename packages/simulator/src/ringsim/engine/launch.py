@@ -82,10 +82,10 @@ def _last_write(
     return None
 
 
-def _corrupt(target: tuple[str, int, int, torch.dtype], raw: Mapping[str, torch.Tensor]) -> None:
+def _corrupt(target: tuple[str, int, int, torch.dtype], buffers: Mapping[str, torch.Tensor]) -> None:
     """Deterministically change the first element the kernel wrote (the injected 'wrong' fault)."""
     buffer, start, end, dtype = target
-    values = raw[buffer][start:end].view(dtype)
+    values = executor.byte_view(buffers[buffer])[start:end].view(dtype)
     if dtype == torch.bool:
         values[0] = ~values[0]
     elif dtype.is_floating_point:
@@ -118,12 +118,12 @@ def launch(
     """
     parsed = _program(program, key)
     planned = parsed.plan or plan(parsed)
-    raw = executor.buffer_bytes(parsed, buffers)
+    executor.check_buffers(parsed, buffers)
     with _lock:
         fault = faults.on_launch()
-        executor.run(planned.actions, raw)
+        executor.run(planned.actions, buffers)
         if fault == "wrong" and planned.last_write is not None:
-            _corrupt(planned.last_write, raw)
+            _corrupt(planned.last_write, buffers)
     profiling.record(planned.report)
     return planned.report
 

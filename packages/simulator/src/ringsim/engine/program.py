@@ -29,10 +29,10 @@ class BufferSpec:
     dtype: torch.dtype
     shape: tuple[int, ...]
     init: str | None = None
+    nbytes: int = field(init=False)
 
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * self.dtype.itemsize
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nbytes", math.prod(self.shape) * self.dtype.itemsize)
 
 
 @dataclass(frozen=True, slots=True)
