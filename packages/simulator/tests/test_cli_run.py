@@ -207,3 +207,9 @@ def test_fuzz_random_json(document: Any) -> None:
 @given(st.binary(max_size=64) | st.text(max_size=64))
 def test_fuzz_random_bytes(content: str | bytes) -> None:
     _run_content(content)
+
+
+def test_capabilities_is_wired() -> None:
+    code, out, err = run_cli("capabilities", "--format", "json")
+    assert (code, err) == (ExitCode.OK, "")
+    assert json.loads(out)
