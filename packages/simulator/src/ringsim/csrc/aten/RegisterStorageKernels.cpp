@@ -1,5 +1,9 @@
 // Registers the storage kernels for PrivateUse1. Compute ops are registered elsewhere; an op
 // with no ring kernel fails instead of falling back to CPU, as on a real accelerator.
+#include <ATen/ops/is_set_to_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
 #include "aten/StorageKernels.h"
@@ -18,4 +22,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", &ringsim::kernels::copy_from);
   m.impl("_copy_from_and_resize", &ringsim::kernels::copy_from_and_resize);
   m.impl("_local_scalar_dense", &ringsim::kernels::local_scalar_dense);
+  // Views with backend-specific registrations upstream, whose CPU implementations only touch metadata.
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("is_set_to", TORCH_FN(at::native::is_set_to));
 }
