@@ -169,14 +169,15 @@ def mutated_programs(draw: st.DrawFn) -> Any:
         for key in path[:-1]:
             parent = parent[key]
         action = draw(st.sampled_from(["replace", "delete", "add"]))
+        value = copy.deepcopy(draw(REPLACEMENTS | JSON_VALUES))  # sampled lists are shared objects: never alias them
         if action == "replace":
-            parent[path[-1]] = draw(REPLACEMENTS | JSON_VALUES)
+            parent[path[-1]] = value
         elif action == "delete":
             del parent[path[-1]]
         elif isinstance(parent, dict):
-            parent[draw(st.sampled_from(["extra", "attrs", "init", "tiles", "op"]))] = draw(REPLACEMENTS)
+            parent[draw(st.sampled_from(["extra", "attrs", "init", "tiles", "op"]))] = value
         else:
-            parent.append(draw(REPLACEMENTS | JSON_VALUES))
+            parent.append(value)
     return document
 
 

@@ -298,3 +298,22 @@ def test_launches_are_charged_to_stats_and_profiles() -> None:
     assert recorded.summary().splitlines()[0].split()[0] == "kernel"
     profiling.reset_stats()
     assert profiling.stats()["kernels"] == 0
+
+
+def test_creation_fn_without_input_tiles() -> None:
+    document = program(
+        [
+            {
+                "core": 0,
+                "tiles": tiles(t=(0, "int64", [64])),
+                "instructions": [
+                    compute("arange.start_step", [], "t", start=0, end=64, step=1, dtype="int64"),
+                    dma_out("t", "y"),
+                ],
+            }
+        ],
+        {"y": ("int64", [64])},
+    )
+    y = torch.zeros(64, dtype=torch.int64)
+    launch(document, {"y": y})
+    assert torch.equal(y, torch.arange(64))

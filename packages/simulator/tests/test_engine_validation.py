@@ -191,3 +191,8 @@ def test_structural_errors_carry_the_json_path() -> None:
 
 def test_cores_beyond_the_device_are_refused() -> None:
     assert "does not exist" in str(refuse(program([core(32, [])])))
+
+
+def test_a_creation_fn_is_checked_without_allocating() -> None:
+    instructions = [{"op": "compute", "fn": "zeros", "inputs": [], "output": "a", "attrs": {"size": [10**12]}}]
+    assert "produces shape [1000000000000]" in str(refuse(program([core(0, instructions)])))

@@ -101,7 +101,7 @@ def infer(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any
     """
     meta = [torch.empty(tile.shape, dtype=tile.dtype, device="meta") for tile in inputs]
     try:
-        return call(fn, meta, attrs)
+        return call(fn, meta, attrs if inputs else {**attrs, "device": "meta"})  # a creation fn allocates nothing
     except NotImplementedError:
         return call(fn, [torch.zeros(tile.shape, dtype=tile.dtype) for tile in inputs], attrs)
 

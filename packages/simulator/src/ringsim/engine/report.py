@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .model import DeviceModel
@@ -70,6 +70,7 @@ class KernelReport:
             "flops": self.flops,
             "bound": self.bound,
             "achieved_bandwidth_gbps": round(self.achieved_bandwidth_gbps, 3),
+            "model": asdict(self.model),
             "cores": {
                 str(core): {
                     "compute": round(busy.compute),
