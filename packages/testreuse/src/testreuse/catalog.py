@@ -1,0 +1,28 @@
+"""Names torch's own test machinery knows: OpInfo full names in op_db and ModuleInfo names in module_db."""
+
+from __future__ import annotations
+
+import functools
+
+
+@functools.cache
+def op_names() -> frozenset[str]:
+    """Importing op_db is slow and must follow backend registration, so it happens on first use."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return frozenset(op.full_name for op in op_db)
+
+
+@functools.cache
+def module_names() -> frozenset[str]:
+    from torch.testing._internal.common_modules import module_db
+
+    return frozenset(info.name for info in module_db)
+
+
+@functools.cache
+def dtype_names() -> frozenset[str]:
+    """Every torch dtype by its canonical name (aliases such as `float` resolve to `float32`)."""
+    import torch
+
+    return frozenset(str(v).removeprefix("torch.") for v in vars(torch).values() if isinstance(v, torch.dtype))

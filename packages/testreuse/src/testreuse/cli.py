@@ -1,0 +1,215 @@
+"""`testreuse`: validate configs, list every concrete case with its mode, explain one case's outcome."""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from testreuse.errors import ConfigError
+from testreuse.loader import load_plan, resolve_torch_root
+from testreuse.model import Mode
+from testreuse.schema import config_schema_text
+from testreuse.validate import check_plan, ignored_export_ops
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    INVALID_CONFIG = 1
+    USAGE = 2
+    COLLECTION_FAILED = 3
+    NOT_FOUND = 4
+    STALE = 5
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: ExitCode, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.hint = hint
+
+
+def _validate(args: argparse.Namespace) -> int:
+    plan = load_plan(args.paths, resolve_torch_root(args.torch_root))
+    problems = check_plan(plan)
+    if problems:
+        raise ConfigError(problems)
+    rules = sum(len(f.rules) for f in plan.files.values())
+    print(f"ok: {len(plan.sources)} config file(s), {len(plan.files)} upstream file(s), {rules} rule placement(s)")
+    ignored = ignored_export_ops(plan)
+    if ignored:
+        print(f"note: {len(ignored)} exported op(s) are not OpInfo names and narrow nothing: {', '.join(ignored)}")
+    return ExitCode.OK
+
+
+def _collect(args: argparse.Namespace) -> list[dict]:
+    """A collect-only pytest run with the plugin: the same code path a real run takes, nothing executed."""
+    with tempfile.TemporaryDirectory(prefix="testreuse-") as scratch:
+        plan_file = Path(scratch) / "plan.jsonl"
+        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        for config in args.configs:
+            argv += ["--testreuse-config", str(Path(config).resolve())]
+        argv += ["--testreuse-plan", str(plan_file)]
+        for flag, value in (("--torch-root", args.torch_root), ("--testreuse-backend", args.backend)):
+            if value:
+                argv += [flag, str(Path(value).resolve()) if flag == "--torch-root" else value]
+        if args.device:
+            argv += ["--testreuse-device", args.device]
+        done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, check=False)
+        if args.debug:
+            sys.stderr.write(done.stdout + done.stderr)
+        if not plan_file.exists():
+            output = (done.stdout + done.stderr).splitlines()
+            errors = [line.removeprefix("ERROR: ") for line in output if line.startswith("ERROR: ")]
+            message = errors[0] if errors else (output[-1] if output else f"pytest exited with {done.returncode}")
+            raise CliError(message, ExitCode.COLLECTION_FAILED, hint="rerun with --debug for pytest's output")
+        return [json.loads(line) for line in plan_file.read_text(encoding="utf-8").splitlines()]
+
+
+def _list(args: argparse.Namespace) -> int:
+    records = [r for r in _collect(args) if args.mode is None or r["mode"] == args.mode]
+    for record in records:
+        if args.format == "json":
+            print(json.dumps(record, sort_keys=True))
+        else:
+            print(f"{record['nodeid']}\t{record['mode']}\t{record['rule']}\t{record['reason']}")
+    return ExitCode.OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    wanted = args.test_id
+    records = [
+        r
+        for r in _collect(args)
+        if r["nodeid"] == wanted or r["nodeid"].endswith(f"::{wanted}") or r["generic"] == wanted
+    ]
+    if not records:
+        raise CliError(f"no collected case matches {wanted!r}", ExitCode.NOT_FOUND, hint="see `testreuse list`")
+    for record in records:
+        print(record["nodeid"])
+        for key in ("generic", "mode", "rule", "reason", "op", "dtypes", "module", "labels"):
+            value = record.get(key)
+            if value not in (None, [], ""):
+                shown = ", ".join(value) if isinstance(value, list) else value
+                print(f"  {key}: {shown}")
+    return ExitCode.OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    text = config_schema_text()
+    if args.check:
+        current = Path(args.check).read_text(encoding="utf-8") if Path(args.check).exists() else ""
+        if current != text:
+            raise CliError(
+                f"{args.check} is stale", ExitCode.STALE, hint=f"run `testreuse schema --output {args.check}`"
+            )
+        return ExitCode.OK
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return ExitCode.OK
+
+
+def _collection_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("configs", nargs="+", metavar="CONFIG", help="config file or directory (repeatable)")
+    parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    parser.add_argument("--backend", help="MODULE[:FUNC] that registers the privateuse1 backend")
+    parser.add_argument("--device", help="expected privateuse1 backend name")
+
+
+def _setup_validate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="config file or directory")
+    parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+
+
+def _setup_list(parser: argparse.ArgumentParser) -> None:
+    _collection_options(parser)
+    parser.add_argument("--mode", choices=[m.value for m in Mode], help="only cases in this outcome bucket")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _setup_explain(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="config file or directory")
+    parser.add_argument("test_id", metavar="TEST_ID", help="node id, Class::method, or generic Class::test")
+    parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    parser.add_argument("--backend", help="MODULE[:FUNC] that registers the privateuse1 backend")
+    parser.add_argument("--device", help="expected privateuse1 backend name")
+
+
+def _setup_schema(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--output", metavar="FILE", help="write the schema to FILE")
+    group.add_argument("--check", metavar="FILE", help="fail if FILE differs from the generated schema")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    setup: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS = (
+    Command(
+        "validate",
+        "check config files strictly (keys, types, dtypes, ops, upstream test names)",
+        _setup_validate,
+        _validate,
+    ),
+    Command(
+        "list", "every concrete test id with its mode and deciding rule (collect-only dry run)", _setup_list, _list
+    ),
+    Command(
+        "explain", "why a test gets its outcome: mode, deciding rule as file:line, reason", _setup_explain, _explain
+    ),
+    Command("schema", "print, write or check the config JSON Schema", _setup_schema, _schema),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code.value}  {code.name.lower()}" for code in ExitCode)
+    parser = argparse.ArgumentParser(
+        prog="testreuse",
+        description=__doc__,
+        epilog=f"exit codes:\n{codes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and pytest output on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.setup(sub.add_parser(command.name, help=command.summary, description=command.summary))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
+    run = next(c.run for c in COMMANDS if c.name == args.command)
+    try:
+        return run(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return ExitCode.INVALID_CONFIG
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.code
+    except (OSError, ValueError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE

@@ -1,0 +1,175 @@
+"""Read config files (or directories of them) into one resolved plan, with every rule's position kept."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from testreuse.capabilities import ResolvedCapabilities, resolve_capabilities
+from testreuse.errors import ConfigError, Location, Problem, format_path
+from testreuse.model import ConfigFile, Mode, Rule
+from testreuse.yamlmarks import MarkedDocument, parse_yaml
+
+CONFIG_SUFFIXES = (".yaml", ".yml")
+VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+def default_torch_root() -> Path:
+    """The embedded upstream-style tree shipped inside the package."""
+    return Path(__file__).parent / "upstream"
+
+
+def resolve_torch_root(option: str | None) -> Path:
+    """TORCH_ROOT from the option, else the environment, else the embedded tree."""
+    chosen = option or os.environ.get("TORCH_ROOT") or str(default_torch_root())
+    root = Path(chosen).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError([Problem(Location(chosen), "", "TORCH_ROOT is not a directory")])
+    return root
+
+
+@dataclass(frozen=True)
+class PlacedRule:
+    """A rule with where it was written and its place in merge order (later wins ties)."""
+
+    rule: Rule
+    location: Location
+    order: int
+    doc: MarkedDocument
+    path: tuple[str | int, ...]
+
+    def locate(self, *sub: str | int) -> Location:
+        """Position of a value inside this rule, e.g. `locate("names", 0)`."""
+        return self.doc.locate((*self.path, *sub))
+
+
+@dataclass
+class FilePlan:
+    """Everything the configs say about one upstream file."""
+
+    path: Path
+    unlisted_mode: Mode
+    unlisted_origin: Location
+    rules: list[PlacedRule] = field(default_factory=list)
+    entry_locations: list[Location] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """The merged configs: labels, per-file rules and the backend's capabilities."""
+
+    sources: list[Path]
+    torch_root: Path
+    labels: tuple[str, ...]
+    files: dict[Path, FilePlan]
+    capabilities: ResolvedCapabilities
+
+
+def config_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Expand directories into their `*.yaml`/`*.yml` files, sorted by name; keep argument order."""
+    found: list[Path] = []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.iterdir() if p.suffix in CONFIG_SUFFIXES and p.is_file()))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ConfigError([Problem(Location(str(path)), "", "no such config file or directory")])
+    if not found:
+        raise ConfigError([Problem(Location(", ".join(map(str, inputs))), "", "no config files found")])
+    return found
+
+
+def read_config(path: Path) -> tuple[ConfigFile, MarkedDocument]:
+    """Parse and type-check one config file; errors carry `file:line:col: path: message`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([Problem(Location(str(path)), "", f"cannot read: {exc}")]) from None
+    doc = parse_yaml(text, str(path))
+    try:
+        return ConfigFile.model_validate(doc.data), doc
+    except ValidationError as exc:
+        raise ConfigError([_problem(doc, err) for err in exc.errors()]) from None
+
+
+def _problem(doc: MarkedDocument, err: dict) -> Problem:
+    loc = tuple(err["loc"])
+    message = err["msg"]
+    if err["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    elif err["type"] == "missing":
+        message = "required key missing"
+    return Problem(doc.locate(loc, key=err["type"] == "extra_forbidden"), format_path(loc), message)
+
+
+def expand_path(pattern: str, torch_root: Path, config_dir: Path) -> list[Path]:
+    """`${TORCH_ROOT}` substitution, then globbing; relative paths are relative to the config file."""
+    unknown = [name for name in VARIABLE.findall(pattern) if name != "TORCH_ROOT"]
+    if unknown:
+        raise ValueError(f"unknown variable ${{{unknown[0]}}} (only ${{TORCH_ROOT}} is defined)")
+    expanded = Path(pattern.replace("${TORCH_ROOT}", str(torch_root)))
+    if not expanded.is_absolute():
+        expanded = config_dir / expanded
+    matches = sorted(Path(m).resolve() for m in glob.glob(str(expanded), recursive=True) if m.endswith(".py"))
+    if not matches:
+        raise ValueError(f"matches no .py file (TORCH_ROOT={torch_root})")
+    return matches
+
+
+def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path) -> Plan:
+    """Merge configs in order: rules concatenate (later wins ties), later `unlisted_test_mode` and capability keys win,
+    labels unite."""
+    sources = config_files(inputs)
+    problems: list[Problem] = []
+    labels: list[str] = []
+    files: dict[Path, FilePlan] = {}
+    capability_layers = []
+    order = 0
+    for source in sources:
+        try:
+            config, doc = read_config(source)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        suite = config.test_suite_config
+        labels.extend(label for label in suite.labels if label not in labels)
+        if suite.global_ is not None:
+            capability_layers.append((suite.global_, doc, source.parent))
+        for index, entry in enumerate(suite.files):
+            base = ("test_suite_config", "files", index)
+            try:
+                paths = expand_path(entry.path, torch_root, source.parent)
+            except ValueError as exc:
+                problems.append(Problem(doc.locate((*base, "path")), format_path((*base, "path")), str(exc)))
+                continue
+            for upstream in paths:
+                plan = files.setdefault(
+                    upstream, FilePlan(upstream, entry.unlisted_test_mode, doc.locate((*base, "path")))
+                )
+                plan.entry_locations.append(doc.locate(base))
+                if "unlisted_test_mode" in entry.model_fields_set:
+                    plan.unlisted_mode = entry.unlisted_test_mode
+                    plan.unlisted_origin = doc.locate((*base, "unlisted_test_mode"))
+                for rule_index, rule in enumerate(entry.tests):
+                    rule_path = (*base, "tests", rule_index)
+                    order_of_rule = order + rule_index
+                    plan.rules.append(PlacedRule(rule, doc.locate(rule_path), order_of_rule, doc, rule_path))
+                order += len(entry.tests)
+    capabilities = None
+    try:
+        capabilities = resolve_capabilities(capability_layers)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return Plan(sources, torch_root, tuple(labels), files, capabilities)

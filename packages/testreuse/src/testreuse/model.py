@@ -1,0 +1,171 @@
+"""The typed config model: one source for validation, the JSON Schema and the documented defaults."""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Annotated
+
+import torch
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+EXACT_NAME = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*")
+
+
+class Mode(enum.StrEnum):
+    """The four outcome buckets."""
+
+    mandatory_success = "mandatory_success"
+    xfail = "xfail"
+    xfail_strict = "xfail_strict"
+    skip = "skip"
+
+
+DEFAULT_UNLISTED_MODE = Mode.skip
+
+
+def _torch_dtype(name: str) -> str:
+    if not isinstance(getattr(torch, name, None), torch.dtype):
+        raise ValueError(f"{name!r} is not a torch dtype")
+    return name
+
+
+def _case_name(name: str) -> str:
+    if EXACT_NAME.fullmatch(name):
+        return name
+    try:
+        re.compile(name)
+    except re.error as exc:
+        raise ValueError(f"{name!r} is neither Class::test nor a valid regex ({exc})") from None
+    return name
+
+
+DtypeName = Annotated[str, AfterValidator(_torch_dtype)]
+CaseName = Annotated[str, AfterValidator(_case_name)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Dtype(Strict):
+    name: DtypeName = Field(description="A torch dtype name, e.g. float32 or bfloat16.")
+
+
+class Named(Strict):
+    name: str = Field(min_length=1, description="An OpInfo full name (ops) or a ModuleInfo name (modules).")
+
+
+class DtypeEdit(Strict):
+    include: list[Dtype] | None = Field(None, description="Keep only these dtypes.")
+    exclude: list[Dtype] = Field(default_factory=list, description="Drop these dtypes.")
+
+
+class NamedEdit(Strict):
+    include: list[Named] | None = Field(None, description="Keep only these.")
+    exclude: list[Named] = Field(default_factory=list, description="Drop these.")
+
+
+class Shape(Strict):
+    shape: list[Annotated[int, Field(ge=0)]] = Field(description="Input shape of the sample to drop.")
+
+
+class SampleEdit(Strict):
+    exclude: list[Shape] = Field(default_factory=list, description="Sample inputs dropped by the input's shape.")
+
+
+class Precision(Strict):
+    op: str = Field(min_length=1, description="OpInfo full name the tolerance applies to.")
+    dtype: DtypeName = Field(description="The dtype the tolerance applies to.")
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+class Edits(Strict):
+    """Per-case edits: cases dropped never run; tolerances go through torch's own toleranceOverride."""
+
+    dtypes: DtypeEdit | None = None
+    ops: NamedEdit | None = None
+    modules: NamedEdit | None = None
+    samples: SampleEdit | None = None
+    precision: list[Precision] = Field(default_factory=list)
+
+
+class Scope(Strict):
+    """Restrict a rule to some cases of its tests (by op, dtype or module)."""
+
+    ops: list[str] | None = None
+    dtypes: list[DtypeName] | None = None
+    modules: list[str] | None = None
+
+
+class Rule(Strict):
+    names: list[CaseName] = Field(
+        min_length=1, description="Generic `Class::test` names, or regexes fully matched against `Class::test`."
+    )
+    mode: Mode = Field(description="Outcome bucket for the matched tests.")
+    reason: str | None = Field(None, description="Why; required for every mode but mandatory_success.")
+    only: Scope | None = Field(None, description="Apply this rule only to cases with these ops/dtypes/modules.")
+    labels: list[str] = Field(default_factory=list, description="Tiers for these tests, as `label__<name>` marks.")
+    edits: Edits | None = None
+
+    @model_validator(mode="after")
+    def _reason_required(self) -> Rule:
+        if self.mode is not Mode.mandatory_success and not (self.reason or "").strip():
+            raise ValueError(f"mode {self.mode.value} needs a reason")
+        return self
+
+
+class FileEntry(Strict):
+    path: str = Field(min_length=1, description="Upstream test file; `${TORCH_ROOT}` and globs expand.")
+    unlisted_test_mode: Mode = Field(DEFAULT_UNLISTED_MODE, description="Outcome for every test no rule names.")
+    tests: list[Rule] = Field(default_factory=list)
+
+
+class SupportedOp(Strict):
+    name: str = Field(min_length=1)
+    dtypes: list[Dtype] | None = Field(None, description="Dtypes this op supports; default: supported_dtypes.")
+
+
+class CapabilitySource(Strict):
+    """A backend's own capability export: a command printing YAML/JSON, or a file; exactly one."""
+
+    command: str | None = Field(None, min_length=1)
+    file: str | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> CapabilitySource:
+        if (self.command is None) == (self.file is None):
+            raise ValueError("give exactly one of command or file")
+        return self
+
+
+class Capabilities(Strict):
+    supported_dtypes: list[Dtype] | None = None
+    supported_ops: list[SupportedOp] | None = None
+    supported_modules: list[Named] | None = None
+
+
+class GlobalConfig(Capabilities):
+    capabilities: CapabilitySource | None = Field(
+        None, description="Take capabilities from the backend's export; keys given here override it."
+    )
+
+
+class SuiteConfig(Strict):
+    labels: list[str] = Field(default_factory=list, description="Tiers for every test of this config.")
+    files: list[FileEntry] = Field(default_factory=list)
+    global_: GlobalConfig | None = Field(None, alias="global")
+
+
+class ConfigFile(Strict):
+    """One testreuse config file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, title="testreuse config")
+    test_suite_config: SuiteConfig
+
+
+class CapabilityExport(Capabilities):
+    """What a backend's capability export must contain; keys beyond these are the backend's own business."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)

@@ -1,0 +1,106 @@
+"""pytest entry point (hooks only): `--testreuse-config` turns it on; without it the plugin does nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from testreuse.errors import ConfigError
+from testreuse.model import Mode
+from testreuse.session import TestreuseSession, import_backend
+from testreuse.torchbridge import BridgeError, check_backend
+
+PLUGIN_NAME = "testreuse-session"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("testreuse", "reuse upstream PyTorch tests on a privateuse1 device")
+    group.addoption(
+        "--testreuse-config", action="append", default=[], metavar="PATH",
+        help="config file or directory of them; repeatable, later ones take precedence",
+    )  # fmt: skip
+    group.addoption("--torch-root", metavar="DIR", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    group.addoption("--testreuse-device", metavar="NAME", help="expected privateuse1 backend name; checked")
+    group.addoption(
+        "--testreuse-backend", metavar="MODULE[:FUNC]",
+        help="import MODULE (and call FUNC) first to register the privateuse1 backend, if it does not autoload",
+    )  # fmt: skip
+    group.addoption("--testreuse-results", metavar="PATH", help="append one JSON line per finished test")
+    group.addoption("--testreuse-plan", metavar="PATH", help="write every collected case with its mode and rule")
+    group.addoption(
+        "--testreuse-isolation", choices=("fork", "none"), default="fork",
+        help="run each test in a forked child so crashes and hangs cost one test (default: fork)",
+    )  # fmt: skip
+    group.addoption(
+        "--testreuse-timeout", type=float, default=900.0, metavar="SECONDS",
+        help="kill a test after this long (fork isolation; default 900)",
+    )  # fmt: skip
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for mode in Mode:
+        config.addinivalue_line("markers", f"mode__{mode.value}: testreuse outcome bucket")
+    if not config.option.testreuse_config:
+        return
+    if config.option.testreuse_timeout <= 0:
+        raise pytest.UsageError("--testreuse-timeout must be positive")
+    try:
+        import_backend(config.option.testreuse_backend)
+        check_backend(config.option.testreuse_device)
+        state = TestreuseSession(config)
+    except (ConfigError, BridgeError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    except ImportError as exc:
+        raise pytest.UsageError(
+            f"--testreuse-backend: cannot import {config.option.testreuse_backend}: {exc}"
+        ) from None
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = []
+    config.pluginmanager.register(StateHooks(state), PLUGIN_NAME)
+
+
+class StateHooks:
+    """Hooks that need the run's state; registered only when the plugin is enabled."""
+
+    def __init__(self, state: TestreuseSession) -> None:
+        self.state = state
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        try:
+            self.state.prepare_torch()
+        except (ConfigError, BridgeError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector):
+        report = yield
+        if isinstance(collector, pytest.Session) and report.passed:
+            report.result.extend(self.state.upstream_modules(collector))
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        deselected = self.state.classify(items)
+        if deselected:
+            dropped = set(deselected)
+            items[:] = [item for item in items if item not in dropped]
+            config.hook.pytest_deselected(items=deselected)
+        self.state.finish_collection(items, deselected)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
+        self.state.run_protocol(item, nextitem)
+        return True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        report = yield
+        self.state.mandatory_skip_to_failure(item, report)
+        return report
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        self.state.summary(terminalreporter)
+
+    def pytest_unconfigure(self) -> None:
+        self.state.close()

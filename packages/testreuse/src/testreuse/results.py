@@ -1,0 +1,36 @@
+"""The JSON-lines results file: one record per test, appended the moment the test finishes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+class ResultsFile:
+    """Each record is one `write` on an O_APPEND descriptor: complete lines survive a crash, and processes that
+    share the file (xdist workers) never interleave inside a line."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+        os.write(self._fd, line.encode())
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every complete record; a torn last line (the writer was killed mid-write) is ignored."""
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,130 @@
+"""Which rule decides a case: plain functions over the plan, no pytest and no torch internals."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from testreuse.errors import Location
+from testreuse.loader import FilePlan, PlacedRule, Plan
+from testreuse.model import EXACT_NAME, Edits, Mode
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete test as torch parametrized it: generic class and test, plus its op, dtypes and module."""
+
+    generic_class: str
+    generic_test: str
+    op: str | None = None
+    dtypes: tuple[str, ...] = ()
+    module: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.generic_class}::{self.generic_test}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    mode: Mode
+    rule: Location
+    reason: str
+    labels: tuple[str, ...] = ()
+    rule_order: int | None = None
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(name)
+
+
+def name_matches(name: str, key: str) -> bool:
+    """Exact `Class::test` names compare equal; anything else is a regex fully matched against `Class::test`."""
+    return name == key if EXACT_NAME.fullmatch(name) else _pattern(name).fullmatch(key) is not None
+
+
+def _in_scope(placed: PlacedRule, case: Case) -> bool:
+    only = placed.rule.only
+    if only is None:
+        return True
+    if only.ops is not None and case.op not in only.ops:
+        return False
+    if only.dtypes is not None and not set(case.dtypes) & set(only.dtypes):
+        return False
+    return only.modules is None or case.module in only.modules
+
+
+def _specificity(placed: PlacedRule, case: Case) -> tuple[int, int, int]:
+    exact = any(EXACT_NAME.fullmatch(n) and n == case.key for n in placed.rule.names)
+    return (placed.rule.only is not None, exact, placed.order)
+
+
+def matching_rules(file_plan: FilePlan, case: Case) -> list[PlacedRule]:
+    """Rules naming this case, most specific last: scoped beats unscoped, exact beats regex, later beats earlier."""
+    hits = [p for p in file_plan.rules if any(name_matches(n, case.key) for n in p.rule.names) and _in_scope(p, case)]
+    return sorted(hits, key=lambda p: _specificity(p, case))
+
+
+def _capability_skip(plan: Plan, case: Case) -> Decision | None:
+    caps = plan.capabilities
+    if case.op is not None and caps.ops is not None and case.op not in caps.ops:
+        where = caps.origins["supported_ops"]
+        return Decision(Mode.skip, where, f"op {case.op} is not in the backend's supported_ops")
+    if case.module is not None and caps.modules is not None and case.module not in caps.modules:
+        where = caps.origins["supported_modules"]
+        return Decision(Mode.skip, where, f"module {case.module} is not in the backend's supported_modules")
+    allowed = caps.op_dtypes(case.op) if case.op is not None else caps.dtypes
+    missing = [d for d in case.dtypes if allowed is not None and d not in allowed]
+    if missing:
+        key = "supported_ops" if case.op is not None and caps.ops and caps.ops.get(case.op) else "supported_dtypes"
+        return Decision(Mode.skip, caps.origins[key], f"dtype {missing[0]} is not supported by the backend ({key})")
+    return None
+
+
+def _edit_skip(rules: list[PlacedRule], case: Case) -> Decision | None:
+    for placed in reversed(rules):
+        edits = placed.rule.edits
+        if edits is None:
+            continue
+        why = _dropped_by(edits, case)
+        if why:
+            reason = f"{why} by edits" + (f" ({placed.rule.reason})" if placed.rule.reason else "")
+            return Decision(Mode.skip, placed.location, reason, rule_order=placed.order)
+    return None
+
+
+def _dropped_by(edits: Edits, case: Case) -> str:
+    checks = (
+        (edits.dtypes, list(case.dtypes), "dtype"),
+        (edits.ops, [case.op] if case.op else [], "op"),
+        (edits.modules, [case.module] if case.module else [], "module"),
+    )
+    for edit, values, what in checks:
+        if edit is None or not values:
+            continue
+        excluded = {e.name for e in edit.exclude}
+        included = None if edit.include is None else {e.name for e in edit.include}
+        for value in values:
+            if value in excluded:
+                return f"{what} {value} excluded"
+            if included is not None and value not in included:
+                return f"{what} {value} not included"
+    return ""
+
+
+def decide(plan: Plan, file_plan: FilePlan, case: Case) -> Decision:
+    """Capabilities first (a backend cannot run what it lacks), then per-case edits, then the most specific rule,
+    then the file's unlisted_test_mode."""
+    rules = matching_rules(file_plan, case)
+    labels = tuple(dict.fromkeys([*plan.labels, *(label for p in rules for label in p.rule.labels)]))
+    for early in (_capability_skip(plan, case), _edit_skip(rules, case)):
+        if early is not None:
+            return Decision(early.mode, early.rule, early.reason, labels, early.rule_order)
+    if rules:
+        winner = rules[-1].rule
+        reason = winner.reason or "listed"
+        return Decision(winner.mode, rules[-1].location, reason, labels, rules[-1].order)
+    mode = file_plan.unlisted_mode
+    return Decision(mode, file_plan.unlisted_origin, f"not listed: unlisted_test_mode is {mode.value}", labels)

@@ -1,0 +1,273 @@
+"""The plugin's state for one pytest run: the plan, the decision per item, the results file and the summary."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testreuse import torchbridge
+from testreuse.catalog import dtype_names, module_names, op_names
+from testreuse.errors import ConfigError
+from testreuse.importer import import_upstream
+from testreuse.isolation import Death, run_forked
+from testreuse.loader import FilePlan, Plan, load_plan, resolve_torch_root
+from testreuse.model import Mode
+from testreuse.results import ResultsFile
+from testreuse.rules import Case, Decision, decide, name_matches
+from testreuse.upstream import generic_tests
+from testreuse.validate import check_plan
+
+CASE_KEY = pytest.StashKey["CaseRecord"]()
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """Everything testreuse knows about one collected item; goes into marks, JUnit properties and results."""
+
+    nodeid: str
+    file: str
+    case: Case
+    decision: Decision
+
+    def facts(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "file": self.file,
+            "generic": self.case.key,
+            "op": self.case.op,
+            "dtypes": list(self.case.dtypes),
+            "module": self.case.module,
+            "mode": self.decision.mode.value,
+            "rule": str(self.decision.rule),
+            "reason": self.decision.reason,
+            "labels": list(self.decision.labels),
+        }
+
+    def marks(self) -> list[str]:
+        names = [f"mode__{self.decision.mode.value}"]
+        names += [f"op__{self.case.op}"] if self.case.op else []
+        names += [f"dtype__{d}" for d in self.case.dtypes]
+        names += [f"module__{self.case.module}"] if self.case.module else []
+        return names + [f"label__{label}" for label in self.decision.labels]
+
+
+class UpstreamModule(pytest.Module):
+    """An upstream file collected from its own path, imported without writing into the tree."""
+
+    def _getobj(self) -> Any:
+        try:
+            return import_upstream(self.path)
+        except pytest.skip.Exception:
+            raise
+        except Exception as exc:
+            raise self.CollectError(f"cannot import upstream file {self.path}: {type(exc).__name__}: {exc}") from exc
+
+
+class TestreuseSession:
+    """Registered only when --testreuse-config is given."""
+
+    __test__ = False
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        option = config.option
+        self.plan: Plan = load_plan(option.testreuse_config, resolve_torch_root(option.torch_root))
+        self.isolation: str = option.testreuse_isolation
+        self.timeout: float = option.testreuse_timeout
+        self.results = ResultsFile(Path(option.testreuse_results)) if option.testreuse_results else None
+        self.plan_out = Path(option.testreuse_plan) if option.testreuse_plan else None
+        self.prepared = False
+        self.worker = os.environ.get("PYTEST_XDIST_WORKER")
+        self.modes: Counter[str] = Counter()
+        self.promotions: list[str] = []
+        self.deselected: list[CaseRecord] = []
+        self.seen_marks: set[str] = set()
+
+    # -- preparation --------------------------------------------------------------------------------------------
+    def prepare_torch(self) -> None:
+        """Once per collecting process: semantic checks (need op_db), then torch's knobs."""
+        if self.prepared:
+            return
+        self.prepared = True
+        problems = check_plan(self.plan)
+        if problems:
+            raise ConfigError(problems)
+        torchbridge.prepare(self.plan.capabilities, self._tolerances())
+        self._register_marks()
+
+    def _register_marks(self) -> None:
+        """Every name a mark can take, so `-m op__add` is checked against real names under --strict-markers."""
+        names = [f"op__{op}" for op in op_names()] + [f"module__{m}" for m in module_names()]
+        names += [f"dtype__{d}" for d in dtype_names()] + [f"label__{label}" for label in self.plan.labels]
+        names += [f"label__{label}" for fp in self.plan.files.values() for p in fp.rules for label in p.rule.labels]
+        for name in sorted(set(names)):
+            self._register_mark(name)
+
+    def _tolerances(self) -> list[torchbridge.Tolerance]:
+        """Precision edits bound to the exact generic tests their rule names (regexes expanded from the file)."""
+        found = set()
+        for path, file_plan in self.plan.files.items():
+            tests = generic_tests(path)
+            for placed in file_plan.rules:
+                if placed.rule.edits is None or not placed.rule.edits.precision:
+                    continue
+                keys = [k for k in tests if any(name_matches(n, k) for n in placed.rule.names)]
+                for key in keys:
+                    cls, _, test = key.partition("::")
+                    found |= {
+                        torchbridge.Tolerance(cls, test, p.op, p.dtype, p.atol, p.rtol)
+                        for p in placed.rule.edits.precision
+                    }
+        return sorted(found, key=lambda t: (t.generic_class, t.generic_test, t.op, t.dtype))
+
+    def upstream_modules(self, session: pytest.Session) -> list[UpstreamModule]:
+        root = self.plan.torch_root
+        modules = []
+        for path in self.plan.files:
+            nodeid = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+            modules.append(UpstreamModule.from_parent(session, path=path, nodeid=nodeid))
+        return modules
+
+    # -- collection ---------------------------------------------------------------------------------------------
+    def classify(self, items: list[pytest.Item]) -> list[pytest.Item]:
+        """Stash a record, marks and properties on each upstream item; return the items that `skip` deselects."""
+        deselected = []
+        for item in items:
+            module = item.getparent(pytest.Module)
+            if not isinstance(module, UpstreamModule) or getattr(item, "cls", None) is None:
+                continue
+            file_plan = self.plan.files[module.path]
+            record = self._record(item, module, file_plan)
+            item.stash[CASE_KEY] = record
+            self.modes[record.decision.mode.value] += 1
+            for name in record.marks():
+                self._register_mark(name)
+                item.add_marker(name)
+            item.user_properties.extend(
+                (f"testreuse_{k}", v if isinstance(v, str) else ",".join(v) if isinstance(v, list) else str(v))
+                for k, v in record.facts().items()
+                if v not in (None, [], "") and k != "nodeid"
+            )
+            mode = record.decision.mode
+            if mode is Mode.skip:
+                deselected.append(item)
+            elif mode in (Mode.xfail, Mode.xfail_strict):
+                reason = f"{record.decision.reason} [{record.decision.rule}]"
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=mode is Mode.xfail_strict, run=True))
+        return deselected
+
+    def _record(self, item: pytest.Item, module: UpstreamModule, file_plan: FilePlan) -> CaseRecord:
+        params = torchbridge.case_params(item.cls, item.name)
+        op_name = getattr(params.op, "full_name", None)
+        case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module)
+        return CaseRecord(item.nodeid, module.nodeid, case, decide(self.plan, file_plan, case))
+
+    def _register_mark(self, name: str) -> None:
+        if name not in self.seen_marks:
+            self.seen_marks.add(name)
+            self.config.addinivalue_line("markers", f"{name}: added by testreuse")
+
+    def finish_collection(self, items: list[pytest.Item], deselected: list[pytest.Item]) -> None:
+        records = [item.stash[CASE_KEY] for item in [*items, *deselected] if CASE_KEY in item.stash]
+        if self.plan_out is not None:
+            lines = sorted(records, key=lambda r: r.nodeid)
+            self.plan_out.parent.mkdir(parents=True, exist_ok=True)
+            self.plan_out.write_text("".join(_json_line(r.facts()) for r in lines), encoding="utf-8")
+        if self.results is not None and self.worker in (None, "gw0"):
+            for item in deselected:
+                record = item.stash[CASE_KEY]
+                self.results.append({**record.facts(), "outcome": "deselected", "duration": 0.0})
+
+    # -- running ------------------------------------------------------------------------------------------------
+    def run_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        started = time.monotonic()
+        death: Death | None = None
+        if self.isolation == "fork":
+            reports, death = run_forked(item, nextitem, self.timeout)
+            for report in reports:
+                ihook.pytest_runtest_logreport(report=report)
+        else:
+            from _pytest.runner import runtestprotocol
+
+            reports = runtestprotocol(item, nextitem=nextitem, log=True)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        self._record_result(item, reports, death, time.monotonic() - started)
+
+    def _record_result(self, item: pytest.Item, reports: list[pytest.TestReport], death: Death | None, took: float):
+        record = item.stash.get(CASE_KEY, None)
+        outcome = _outcome(reports, death)
+        if record is not None and outcome == "xpassed":
+            self.promotions.append(item.nodeid)
+        if self.results is None:
+            return
+        entry: dict[str, Any] = record.facts() if record is not None else {"nodeid": item.nodeid}
+        entry.update(outcome=outcome, duration=round(took, 4))
+        if death is not None:
+            entry[death.kind] = death.detail
+        if outcome == "xpassed":
+            entry["promotion_candidate"] = True
+        self.results.append(entry)
+
+    def mandatory_skip_to_failure(self, item: pytest.Item, report: pytest.TestReport) -> None:
+        """A mandatory_success test that skips itself at runtime did not pass: say so instead of hiding it."""
+        record = item.stash.get(CASE_KEY, None)
+        if record is None or record.decision.mode is not Mode.mandatory_success:
+            return
+        if report.skipped and not hasattr(report, "wasxfail"):
+            why = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            report.outcome = "failed"
+            report.longrepr = f"mandatory_success test skipped at runtime ({why}); rule {record.decision.rule}"
+
+    def summary(self, terminal: Any) -> None:
+        counts = ", ".join(f"{mode} {n}" for mode, n in sorted(self.modes.items()))
+        terminal.write_sep("-", "testreuse")
+        terminal.write_line(f"cases by mode: {counts or 'none'}")
+        for nodeid in self.promotions:
+            terminal.write_line(f"promotion candidate (unexpected pass under xfail): {nodeid}")
+
+    def close(self) -> None:
+        if self.results is not None:
+            self.results.close()
+
+
+def import_backend(spec: str | None) -> None:
+    """`MODULE` is imported; `MODULE:FUNCTION` is imported and FUNCTION() called (a backend's explicit loader)."""
+    if not spec:
+        return
+    module_name, _, function = spec.partition(":")
+    module = importlib.import_module(module_name)
+    if function:
+        loader = getattr(module, function, None)
+        if not callable(loader):
+            raise ImportError(f"{module_name} has no callable {function!r}")
+        loader()
+
+
+def _outcome(reports: list[pytest.TestReport], death: Death | None) -> str:
+    if death is not None:
+        return {"signal": "crashed", "timeout": "timeout"}.get(death.kind, "crashed")
+    for report in reports:
+        if report.failed:
+            if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
+                return "xpassed"
+            return "failed" if report.when == "call" else "error"
+    for report in reports:
+        if report.when == "call" and hasattr(report, "wasxfail"):
+            return "xpassed" if report.passed else "xfailed"
+        if report.skipped:
+            return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+    return "passed"
+
+
+def _json_line(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n"

@@ -1,0 +1,184 @@
+"""Every contact with torch's test internals, in one place, so a torch upgrade that moves them fails here loudly.
+
+What is used, and why it is the least invasive choice:
+- `PrivateUse1TestBase.setUpClass()` once before upstream files import: consistent class names (`TestFooRING`, not
+  `TestFooPRIVATEUSE1` for the first class) and `dtypesIfPRIVATEUSE1` honoured for the first test too.
+- `OpInfo.dtypesIf[<backend>]`: torch's own per-device dtype table; narrowing it makes `@ops` generate only the
+  cases the backend can run.
+- `PrivateUse1TestBase.set_test_configs(op_overrides=...)`: torch's own hook to decorate exact (test, op, dtype)
+  cases; tolerances go through it as `toleranceOverride` DecorateInfos. (`op_allowlist` is not used: an allowlist
+  that empties an `@ops` list makes torch raise at import, losing the whole file.)
+- `PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1`: torch's own switch to instantiate only the device under test.
+- The `param_kwargs` default of an instantiated test: torch's own parametrization record (op, dtype, module), so
+  nothing is parsed back out of method names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from testreuse.capabilities import ResolvedCapabilities
+
+INTERNAL_MODULE = "torch.testing._internal.common_device_type"
+ONLY_FOR_KEY = "PYTORCH_TESTING_DEVICE_ONLY_FOR"
+UNREGISTERED_NAMES = ("privateuse1", "privateuseone")
+
+
+class BridgeError(Exception):
+    """The device or torch is not in the state testreuse needs; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    generic_class: str | None
+    generic_test: str | None
+    op: str
+    dtype: str
+    atol: float
+    rtol: float
+
+
+def backend_name() -> str:
+    return torch._C._get_privateuse1_backend_name()
+
+
+def check_backend(expected: str | None) -> str:
+    """The registered privateuse1 backend, checked before torch's test internals are imported."""
+    name = backend_name()
+    if name in UNREGISTERED_NAMES:
+        raise BridgeError(
+            "no privateuse1 backend is registered: install one that autoloads through the torch.backends "
+            "entry point group, or pass --testreuse-backend MODULE"
+        )
+    if expected is not None and name != expected:
+        raise BridgeError(f"the registered privateuse1 backend is {name!r}, not {expected!r}")
+    module = getattr(torch, name, None)
+    if module is None or not module.is_available():
+        raise BridgeError(f"privateuse1 backend {name!r} is registered but torch.{name}.is_available() is false")
+    if INTERNAL_MODULE in sys.modules:
+        from torch.testing._internal.common_device_type import PrivateUse1TestBase, device_type_test_bases
+
+        if PrivateUse1TestBase not in device_type_test_bases:
+            raise BridgeError(
+                f"{INTERNAL_MODULE} was imported before backend {name!r} was registered; register the backend first"
+            )
+    return name
+
+
+def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance]) -> None:
+    """Configure torch's device-generic machinery for the backend; call once, before any upstream file imports."""
+    os.environ[ONLY_FOR_KEY] = "privateuse1"
+    from torch.testing._internal import common_device_type as cdt
+
+    if cdt.PrivateUse1TestBase not in cdt.device_type_test_bases:
+        raise BridgeError("torch did not add PrivateUse1TestBase: the backend reports itself unavailable")
+    cdt.PrivateUse1TestBase.setUpClass()
+    _narrow_op_dtypes(capabilities)
+    cdt.PrivateUse1TestBase.set_test_configs(op_overrides=_tolerance_overrides(tolerances) or None)
+
+
+def _narrow_op_dtypes(capabilities: ResolvedCapabilities) -> None:
+    if capabilities.ops is None and capabilities.dtypes is None:
+        return
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    name = backend_name()
+    for op in op_db:
+        if capabilities.ops is not None and op.full_name not in capabilities.ops:
+            op.dtypesIf[name] = set()
+            continue
+        declared = capabilities.op_dtypes(op.full_name)
+        own = set(op.dtypesIf.get(name, op.dtypes))
+        if declared is not None:
+            own = {getattr(torch, d) for d in declared} if capabilities.ops else own & _dtypes(declared)
+        op.dtypesIf[name] = own
+
+
+def _dtypes(names: frozenset[str]) -> set[torch.dtype]:
+    return {getattr(torch, n) for n in names}
+
+
+def _tolerance_overrides(tolerances: list[Tolerance]) -> dict[str, list[Any]]:
+    """One toleranceOverride per (class, test, op): torch keeps only the last one applied to a test."""
+    from torch.testing._internal.common_device_type import tol, toleranceOverride
+    from torch.testing._internal.opinfo.core import DecorateInfo
+
+    grouped: dict[tuple[str | None, str | None, str], dict[torch.dtype, Any]] = defaultdict(dict)
+    for t in tolerances:
+        grouped[(t.generic_class, t.generic_test, t.op)][getattr(torch, t.dtype)] = tol(atol=t.atol, rtol=t.rtol)
+    overrides: dict[str, list[Any]] = defaultdict(list)
+    for (cls, test, op), table in grouped.items():
+        info = DecorateInfo(toleranceOverride(table), cls, test, device_type=backend_name(), dtypes=tuple(table))
+        overrides[op].append(info)
+    return dict(overrides)
+
+
+@dataclass(frozen=True)
+class CaseParams:
+    """What torch's parametrization handed one concrete test."""
+
+    generic_class: str
+    generic_test: str
+    op: Any = None
+    dtypes: tuple[str, ...] = ()
+    module: str | None = None
+
+
+def case_params(cls: type, method: str) -> CaseParams:
+    """Read the parametrization record torch keeps on an instantiated test (its `param_kwargs` default)."""
+    from torch.testing._internal.common_device_type import DeviceTypeTestBase
+
+    generic = cls
+    if issubclass(cls, DeviceTypeTestBase) and len(cls.__bases__) == 2:
+        generic = cls.__bases__[1]
+    function = inspect.getattr_static(cls, method)
+    test_name = getattr(inspect.unwrap(function), "__name__", method)
+    try:
+        kwargs = inspect.signature(function, follow_wrapped=False).parameters["param_kwargs"].default
+    except (KeyError, ValueError, TypeError):
+        kwargs = {}
+    if not isinstance(kwargs, dict):
+        kwargs = {}
+    op = kwargs.get("op")
+    module_info = kwargs.get("module_info")
+    raw = kwargs.get("dtypes", kwargs.get("dtype"))
+    raw_dtypes = raw if isinstance(raw, list | tuple) else [raw] if raw is not None else []
+    dtypes = tuple(str(d).removeprefix("torch.") for d in raw_dtypes if isinstance(d, torch.dtype))
+    return CaseParams(
+        generic.__name__,
+        test_name,
+        op,
+        dtypes,
+        module_info.name if module_info is not None else None,
+    )
+
+
+@contextlib.contextmanager
+def samples_without_shapes(op: Any, shapes: list[tuple[int, ...]]) -> Iterator[None]:
+    """Drop sample inputs whose input tensor has one of `shapes` while one test runs (this test's op only)."""
+    if op is None or not shapes:
+        yield
+        return
+    original = op.sample_inputs
+    excluded = set(shapes)
+
+    def filtered(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        for sample in original(*args, **kwargs):
+            shape = getattr(sample.input, "shape", None)
+            if shape is None or tuple(shape) not in excluded:
+                yield sample
+
+    op.sample_inputs = filtered
+    try:
+        yield
+    finally:
+        del op.sample_inputs

@@ -1,0 +1,94 @@
+"""Checks that need torch's catalogs or the upstream files: op and module names, and test names that still exist."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from testreuse.catalog import module_names, op_names
+from testreuse.errors import Problem, format_path
+from testreuse.loader import PlacedRule, Plan
+from testreuse.model import EXACT_NAME
+from testreuse.rules import name_matches
+from testreuse.upstream import generic_tests
+
+
+def check_plan(plan: Plan) -> list[Problem]:
+    """Every problem found, one per offending value, in file order."""
+    problems: list[Problem] = []
+    problems += _check_test_names(plan)
+    ops, modules = op_names(), module_names()
+    for placed in _unique_rules(plan):
+        problems += _check_rule_names(placed, ops, modules)
+    caps = plan.capabilities
+    for declared, catalog, kind, db in (
+        (caps.op_locations, ops, "op", "op_db"),
+        (caps.module_locations, modules, "module", "module_db"),
+    ):
+        for name, (where, path) in declared.items():
+            if name not in catalog:
+                problems.append(Problem(where, path, f"{kind} {name!r} is not in {db}"))
+    return problems
+
+
+def ignored_export_ops(plan: Plan) -> list[str]:
+    """Ops a backend's export lists that are no OpInfo (kernel names such as `_to_copy`): they narrow nothing."""
+    return sorted(plan.capabilities.exported_ops - op_names())
+
+
+def _unique_rules(plan: Plan) -> list[PlacedRule]:
+    seen: dict[int, PlacedRule] = {}
+    for file_plan in plan.files.values():
+        for placed in file_plan.rules:
+            seen.setdefault(placed.order, placed)
+    return [seen[k] for k in sorted(seen)]
+
+
+def _check_test_names(plan: Plan) -> list[Problem]:
+    """A name must exist in at least one upstream file the rule's entry expanded to."""
+    known: dict[int, set[str]] = defaultdict(set)
+    rules: dict[int, PlacedRule] = {}
+    problems: list[Problem] = []
+    for path, file_plan in plan.files.items():
+        try:
+            tests = generic_tests(path)
+        except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+            where = file_plan.entry_locations[0]
+            problems.append(Problem(where, "path", f"cannot parse upstream file {path.name}: {exc}"))
+            continue
+        for placed in file_plan.rules:
+            known[placed.order] |= tests
+            rules[placed.order] = placed
+    for order, placed in sorted(rules.items()):
+        for index, name in enumerate(placed.rule.names):
+            if any(name_matches(name, key) for key in known[order]):
+                continue
+            what = f"no test {name!r}" if EXACT_NAME.fullmatch(name) else f"regex {name!r} matches no test"
+            problems.append(Problem(placed.locate("names", index), _path(placed, "names", index), f"{what} upstream"))
+    return problems
+
+
+def _check_rule_names(placed: PlacedRule, ops: frozenset[str], modules: frozenset[str]) -> list[Problem]:
+    rule = placed.rule
+    found: list[tuple[tuple[str | int, ...], str, str]] = []
+    if rule.only is not None:
+        found += [(("only", "ops", i), n, "op") for i, n in enumerate(rule.only.ops or ())]
+        found += [(("only", "modules", i), n, "module") for i, n in enumerate(rule.only.modules or ())]
+    edits = rule.edits
+    if edits is not None:
+        for kind, edit in (("op", edits.ops), ("module", edits.modules)):
+            if edit is None:
+                continue
+            for group in ("include", "exclude"):
+                names = getattr(edit, group) or ()
+                found += [(("edits", f"{kind}s", group, i, "name"), n.name, kind) for i, n in enumerate(names)]
+        found += [(("edits", "precision", i, "op"), p.op, "op") for i, p in enumerate(edits.precision)]
+    problems = []
+    for sub, name, kind in found:
+        catalog, db = (ops, "op_db") if kind == "op" else (modules, "module_db")
+        if name not in catalog:
+            problems.append(Problem(placed.locate(*sub), _path(placed, *sub), f"{kind} {name!r} is not in {db}"))
+    return problems
+
+
+def _path(placed: PlacedRule, *sub: str | int) -> str:
+    return format_path((*placed.path, *sub))
