@@ -94,16 +94,29 @@ def call(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]
     raise FnError(f"returned {type(result).__name__}, not tensors")
 
 
-def infer(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
-    """Run `fn` on meta tensors shaped like the input tiles (no data, no allocation) to learn its result shapes.
+_ZEROS = torch.zeros(0, dtype=torch.uint8)
 
-    A function without a meta kernel is run once on zero-filled CPU tiles, which are small (they fit a scratchpad).
+
+def _zero_tile(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A read-only zero tile viewed from one shared zero buffer, so checking a program allocates almost nothing."""
+    global _ZEROS
+    nbytes = math.prod(shape) * dtype.itemsize
+    if _ZEROS.numel() < nbytes:
+        _ZEROS = torch.zeros(nbytes, dtype=torch.uint8)
+    return _ZEROS[:nbytes].view(dtype).view(shape)
+
+
+def infer(
+    fn: ComputeFn, inputs: Sequence[tuple[tuple[int, ...], torch.dtype]], attrs: Mapping[str, Any]
+) -> tuple[torch.Tensor, ...]:
+    """Run `fn` once on zero tiles shaped like its inputs (they fit a scratchpad) to learn its result shapes.
+
+    Unlike meta tensors this does not import torch's Python meta registrations (seconds, once per process). A
+    creation fn (no input tiles) runs on meta instead, so an oversized result is refused without allocating it.
     """
-    meta = [torch.empty(tile.shape, dtype=tile.dtype, device="meta") for tile in inputs]
-    try:
-        return call(fn, meta, attrs if inputs else {**attrs, "device": "meta"})  # a creation fn allocates nothing
-    except NotImplementedError:
-        return call(fn, [torch.zeros(tile.shape, dtype=tile.dtype) for tile in inputs], attrs)
+    if not inputs:
+        return call(fn, [], {**attrs, "device": "meta"})
+    return call(fn, [_zero_tile(shape, dtype) for shape, dtype in inputs], attrs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Each check raises ProgramError naming the core and instruction index (and the JS
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ def _lower(
         try:
             step.fn = resolve_fn(instruction.fn)
             step.attrs = decode_attrs(instruction.attrs)
-            results = infer(step.fn, [_placeholder(spec) for spec in inputs], step.attrs)
+            results = _infer_shapes(instruction.fn, step.fn, [(spec.shape, spec.dtype) for spec in inputs], step.attrs)
         except FnError as error:
             raise fail(str(error), "fn") from None
         except Exception as error:  # an aten op refusing its arguments may raise any error type
@@ -138,10 +139,10 @@ def _lower(
                 f"fn {instruction.fn!r} returns {len(results)} tensors but {len(outputs)} output tiles are given",
                 "output",
             )
-        for result, spec in zip(results, outputs, strict=True):
-            if result.numel() != spec.numel:
+        for shape, spec in zip(results, outputs, strict=True):
+            if math.prod(shape) != spec.numel:
                 raise fail(
-                    f"fn {instruction.fn!r} produces shape {list(result.shape)} but output tile {spec.name!r} "
+                    f"fn {instruction.fn!r} produces shape {list(shape)} but output tile {spec.name!r} "
                     f"has shape {list(spec.shape)}",
                     "output",
                 )
@@ -166,8 +167,20 @@ def _lower(
     return step
 
 
-def _placeholder(spec: TileSpec) -> torch.Tensor:
-    return torch.empty(spec.shape, dtype=spec.dtype, device="meta")
+_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {}
+
+
+def _infer_shapes(
+    name: str, fn: ComputeFn, inputs: list[tuple[tuple[int, ...], torch.dtype]], attrs: Mapping[str, Any]
+) -> tuple[tuple[int, ...], ...]:
+    """Result shapes of one compute, remembered per (fn, input tiles, attrs): blocked programs repeat them."""
+    key = repr((name, inputs, sorted(attrs.items())))
+    shapes = _SHAPES.get(key)
+    if shapes is None:
+        shapes = _SHAPES[key] = tuple(tuple(result.shape) for result in infer(fn, inputs, attrs))
+        if len(_SHAPES) > 65536:
+            _SHAPES.pop(next(iter(_SHAPES)))
+    return shapes
 
 
 def _check_span(core: CoreProgram, position: int, steps: list[Step], model: DeviceModel) -> None:
