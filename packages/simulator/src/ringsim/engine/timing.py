@@ -51,7 +51,6 @@ class Timing:
 
 class _Core:
     __slots__ = (
-        "arrived",
         "dmas",
         "fenced",
         "in_flight",
@@ -70,7 +69,6 @@ class _Core:
         self.pc = 0
         self.in_flight = 0
         self.fenced = False
-        self.arrived = 0.0
         self.units: set[object] = set()
         self.pending_reads: Counter[str] = Counter()
         self.pending_writes: Counter[str] = Counter()
@@ -79,10 +77,10 @@ class _Core:
 
 
 class _Flow:
-    __slots__ = ("core", "remaining", "start", "step")
+    __slots__ = ("core", "remaining", "step")
 
-    def __init__(self, core: _Core, step: Step, start: float, remaining: float):
-        self.core, self.step, self.start, self.remaining = core, step, start, remaining
+    def __init__(self, core: _Core, step: Step, remaining: float):
+        self.core, self.step, self.remaining = core, step, remaining
 
 
 def _overlaps(tiles: Mapping[str, TileSpec]) -> dict[str, frozenset[str]]:
@@ -133,6 +131,7 @@ def simulate(program: Program, steps: list[list[Step]], model: DeviceModel) -> T
     sequence = itertools.count()
     flows: list[_Flow] = []
     order: list[tuple[int, int]] = []
+    step_starts: dict[int, float] = {}
     now = 0.0
 
     def blocked(core: _Core, step: Step) -> bool:
@@ -170,7 +169,6 @@ def simulate(program: Program, steps: list[list[Step]], model: DeviceModel) -> T
         core.pending_writes.update(step.writes)
         if step.kind == "barrier":
             core.fenced = True
-            core.arrived = now
             barrier_waiting.append(core)
             if len(barrier_waiting) == len(cores):
                 for waiting in barrier_waiting:
@@ -196,8 +194,6 @@ def simulate(program: Program, steps: list[list[Step]], model: DeviceModel) -> T
             recvs_issued[(step.peer, step.core)] += 1
             schedule(now + model.ring_recv_cycles, "done", core, step)
         step_starts[id(step)] = now
-
-    step_starts: dict[int, float] = {}
 
     def complete(core: _Core, step: Step) -> None:
         core.in_flight -= 1
@@ -244,7 +240,7 @@ def simulate(program: Program, steps: list[list[Step]], model: DeviceModel) -> T
         while events and events[0][0] <= now + _EPSILON:
             _, _, kind, core, step = heapq.heappop(events)
             if kind == "flow" and step.sticks:
-                flows.append(_Flow(core, step, now, float(step.sticks * model.stick_bytes)))
+                flows.append(_Flow(core, step, float(step.sticks * model.stick_bytes)))
             else:
                 complete(core, step)
         issue_ready()
