@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pathlib
 from typing import Any
 
 import pytest
@@ -317,3 +319,14 @@ def test_creation_fn_without_input_tiles() -> None:
     y = torch.zeros(64, dtype=torch.int64)
     launch(document, {"y": y})
     assert torch.equal(y, torch.arange(64))
+
+
+def test_a_rotation_round_the_whole_ring() -> None:
+    """Every core sends its row to the next and receives the previous one's, wrapping from core 31 to core 0."""
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "ring_rotate_fp16.json"
+    x = torch.randn(32, 1024, dtype=torch.float16)
+    y = torch.zeros_like(x)
+    report = launch(json.loads(example.read_text()), {"x": x, "y": y})
+    assert torch.equal(y, torch.roll(x, shifts=1, dims=0))
+    assert report.ring_bytes == x.nbytes
+    assert len(report.per_core) == 32
