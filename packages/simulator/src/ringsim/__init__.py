@@ -2,6 +2,9 @@
 
 from importlib.metadata import version as _version
 
+# torch first: its autoload imports ringsim.backend, which must not find ringsim half-initialised.
+import torch  # noqa: F401
+
 from ringsim.backend import autoload as _autoload
 
 _autoload()
