@@ -256,3 +256,19 @@ def test_storage_host_view_covers_the_whole_storage() -> None:
 def test_host_view_rejects_cpu_tensors() -> None:
     with pytest.raises(RuntimeError, match="needs a ring tensor"):
         runtime.host_view(torch.ones(2))
+
+
+def test_conjugate_and_negative_views_copy_with_their_meaning() -> None:
+    cpu = torch.randn(5, dtype=torch.complex64)
+    ring = cpu.to("ring")
+    assert ring.conj().is_conj()
+    assert torch.equal(ring.conj().cpu(), cpu.conj().resolve_conj())
+    assert torch.equal(torch._neg_view(ring).cpu(), -cpu)
+    assert ring.conj()[2].item() == cpu[2].conj().item()
+    on_device = torch.empty(5, dtype=torch.complex64, device="ring")
+    on_device.copy_(ring.conj())
+    assert torch.equal(on_device.cpu(), cpu.conj().resolve_conj())
+    conj_destination = torch.empty(5, dtype=torch.complex64, device="ring").conj()
+    conj_destination.copy_(cpu)
+    assert torch.equal(conj_destination.cpu(), cpu)
+    assert runtime.host_view(ring.conj()).is_conj()

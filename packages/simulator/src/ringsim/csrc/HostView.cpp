@@ -33,6 +33,8 @@ at::Tensor host_view(const at::Tensor& device_tensor) {
       host_alias_of(device_tensor.storage()), c10::DispatchKeySet(c10::DispatchKey::CPU), device_tensor.dtype());
   alias.unsafeGetTensorImpl()->set_sizes_and_strides(
       device_tensor.sizes(), device_tensor.strides(), device_tensor.storage_offset());
+  alias._set_conj(device_tensor.is_conj());
+  alias._set_neg(device_tensor.is_neg());
   return alias;
 }
 

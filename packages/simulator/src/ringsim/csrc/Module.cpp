@@ -47,8 +47,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("memory_stats", &memory_stats, pybind11::arg("device"));
   m.def("reset_peak_memory", [](int device) { ringsim::runtime::device_memory(device).reset_peak(); });
   m.def("set_memory_capacity", &set_memory_capacity, pybind11::arg("device"), pybind11::arg("capacity"));
-  m.def("host_view", &ringsim::host_view);
-  m.def("storage_host_view", &ringsim::storage_host_view);
+  m.def(
+      "host_view",
+      &ringsim::host_view,
+      pybind11::arg("tensor"),
+      "A CPU tensor over exactly the ring tensor's memory: same sizes, strides, storage offset, dtype and\n"
+      "conjugate/negative bits. Writes land in the device tensor; it keeps the device storage alive but\n"
+      "does not follow a later resize of it, so take it right before use.");
+  m.def(
+      "storage_host_view",
+      &ringsim::storage_host_view,
+      pybind11::arg("tensor"),
+      "A flat uint8 CPU tensor over the whole untyped storage behind the ring tensor.");
   m.def("default_generator", &default_generator, pybind11::arg("device"));
   m.def("host_generator", &ringsim::host_generator, pybind11::arg("generator"));
 }

@@ -41,7 +41,7 @@ struct RingAllocator final : at::Allocator {
           stats.allocated,
           " of ",
           stats.capacity,
-          " bytes capacity allocated (capacity is set by RINGSIM_MEMORY_BYTES)");
+          " bytes capacity allocated (set the capacity with RINGSIM_MEMORY_BYTES or ringsim.runtime.set_memory_capacity)");
     }
     return {got.ptr, got.ptr, &release_device_pointer, device};
   }

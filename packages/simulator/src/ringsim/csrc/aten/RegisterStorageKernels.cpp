@@ -28,3 +28,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("is_set_to", TORCH_FN(at::native::is_set_to));
 }
+
+// Copies see conjugate and negative views as they are: the host aliases carry the same bits and the
+// CPU copy resolves them. The default math fallback would clone the source, which copies, which recurses.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
