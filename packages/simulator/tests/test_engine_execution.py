@@ -330,3 +330,14 @@ def test_a_rotation_round_the_whole_ring() -> None:
     assert torch.equal(y, torch.roll(x, shifts=1, dims=0))
     assert report.ring_bytes == x.nbytes
     assert len(report.per_core) == 32
+
+
+def test_stats_stay_exact_when_uncached_reports_are_folded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profiling._Totals, "FOLD_AT", 2)
+    x, y = torch.randn(64, dtype=torch.float16), torch.zeros(64, dtype=torch.float16)
+    profiling.reset_stats()
+    reports = [launch(unary("neg", [64]), {"x": x, "y": y}) for _ in range(5)]
+    totals = profiling.stats()
+    assert totals["kernels"] == 5
+    assert totals["cycles"]["total"] == round(sum(report.total_cycles for report in reports))
+    assert totals["by_kernel"]["case"]["bytes"] == 5 * 256

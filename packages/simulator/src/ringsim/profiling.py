@@ -13,50 +13,81 @@ if TYPE_CHECKING:
 _CATEGORIES = ("total", "compute", "memory", "communication")
 
 
+class _Sums:
+    """Running sums over kernel launches."""
+
+    def __init__(self) -> None:
+        self.kernels = self.sticks = self.flops = 0
+        self.cycles = dict.fromkeys(_CATEGORIES, 0.0)
+        self.moved = {"read": 0, "written": 0, "ring": 0}
+        self.by_kernel: dict[str, dict[str, float]] = {}
+
+    def add(self, report: KernelReport, count: int) -> None:
+        self.kernels += count
+        self.cycles["total"] += count * report.total_cycles
+        self.cycles["compute"] += count * report.compute_cycles
+        self.cycles["memory"] += count * report.memory_cycles
+        self.cycles["communication"] += count * report.communication_cycles
+        self.moved["read"] += count * report.bytes_read
+        self.moved["written"] += count * report.bytes_written
+        self.moved["ring"] += count * report.ring_bytes
+        self.sticks += count * report.sticks
+        self.flops += count * report.flops
+        entry = self.by_kernel.setdefault(report.name, {"kernels": 0, "cycles": 0.0, "bytes": 0})
+        entry["kernels"] += count
+        entry["cycles"] += count * report.total_cycles
+        entry["bytes"] += count * report.bytes_moved
+
+    def copy(self) -> _Sums:
+        duplicate = _Sums()
+        duplicate.kernels, duplicate.sticks, duplicate.flops = self.kernels, self.sticks, self.flops
+        duplicate.cycles, duplicate.moved = dict(self.cycles), dict(self.moved)
+        duplicate.by_kernel = {name: dict(entry) for name, entry in self.by_kernel.items()}
+        return duplicate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kernels": self.kernels,
+            "cycles": {name: round(value) for name, value in self.cycles.items()},
+            "bytes": dict(self.moved),
+            "sticks": self.sticks,
+            "flops": self.flops,
+            "by_kernel": {
+                name: {"kernels": int(entry["kernels"]), "cycles": round(entry["cycles"]), "bytes": int(entry["bytes"])}
+                for name, entry in sorted(self.by_kernel.items())
+            },
+        }
+
+
 class _Totals:
-    """Launch counts per distinct report: recording a launch is one dict update, totals are summed on demand."""
+    """Launch counts per distinct report, so recording a launch is one dict update; summed when asked.
+
+    Every launch of a cached program shares one report. Reports of uncached programs are folded into the sums once
+    there are many, so memory stays bounded.
+    """
+
+    FOLD_AT = 4096
 
     def __init__(self) -> None:
         self.launches: dict[int, list[Any]] = {}
+        self.folded = _Sums()
 
     def add(self, report: KernelReport) -> None:
         entry = self.launches.get(id(report))
-        if entry is None:
-            self.launches[id(report)] = [report, 1]
-        else:
+        if entry is not None:
             entry[1] += 1
+            return
+        if len(self.launches) >= self.FOLD_AT:
+            for folded_report, count in self.launches.values():
+                self.folded.add(folded_report, count)
+            self.launches.clear()
+        self.launches[id(report)] = [report, 1]
 
     def as_dict(self) -> dict[str, Any]:
-        cycles = dict.fromkeys(_CATEGORIES, 0.0)
-        moved = {"read": 0, "written": 0, "ring": 0}
-        kernels = sticks = flops = 0
-        by_kernel: dict[str, dict[str, float]] = {}
+        sums = self.folded.copy()
         for report, count in self.launches.values():
-            kernels += count
-            cycles["total"] += count * report.total_cycles
-            cycles["compute"] += count * report.compute_cycles
-            cycles["memory"] += count * report.memory_cycles
-            cycles["communication"] += count * report.communication_cycles
-            moved["read"] += count * report.bytes_read
-            moved["written"] += count * report.bytes_written
-            moved["ring"] += count * report.ring_bytes
-            sticks += count * report.sticks
-            flops += count * report.flops
-            entry = by_kernel.setdefault(report.name, {"kernels": 0, "cycles": 0.0, "bytes": 0})
-            entry["kernels"] += count
-            entry["cycles"] += count * report.total_cycles
-            entry["bytes"] += count * report.bytes_moved
-        return {
-            "kernels": kernels,
-            "cycles": {name: round(value) for name, value in cycles.items()},
-            "bytes": moved,
-            "sticks": sticks,
-            "flops": flops,
-            "by_kernel": {
-                name: {"kernels": int(entry["kernels"]), "cycles": round(entry["cycles"]), "bytes": int(entry["bytes"])}
-                for name, entry in sorted(by_kernel.items())
-            },
-        }
+            sums.add(report, count)
+        return sums.as_dict()
 
 
 class Profile:
