@@ -341,3 +341,21 @@ def test_stats_stay_exact_when_uncached_reports_are_folded(monkeypatch: pytest.M
     assert totals["kernels"] == 5
     assert totals["cycles"]["total"] == round(sum(report.total_cycles for report in reports))
     assert totals["by_kernel"]["case"]["bytes"] == 5 * 256
+
+
+def test_a_fn_returning_a_view_may_write_over_its_input() -> None:
+    """`t` returns a view of its float32 input; storing it into the same tile must still give the transpose."""
+    document = program(
+        [
+            {
+                "core": 0,
+                "tiles": tiles(a=(0, "float32", [32, 32])),
+                "instructions": [dma_in("x", "a"), compute("t", ["a"], "a"), dma_out("a", "y")],
+            }
+        ],
+        {"x": ("float32", [32, 32]), "y": ("float32", [32, 32])},
+    )
+    x = torch.randn(32, 32)
+    y = torch.empty_like(x)
+    launch(document, {"x": x, "y": y})
+    assert torch.equal(y, x.t())

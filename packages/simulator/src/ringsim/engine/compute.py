@@ -106,17 +106,31 @@ def _zero_tile(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     return _ZEROS[:nbytes].view(dtype).view(shape)
 
 
-def infer(
-    fn: ComputeFn, inputs: Sequence[tuple[tuple[int, ...], torch.dtype]], attrs: Mapping[str, Any]
-) -> tuple[torch.Tensor, ...]:
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """What checking one compute learns: its result shapes, and whether a result may alias an input tile."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    returns_views: bool
+
+
+def infer(fn: ComputeFn, inputs: Sequence[tuple[tuple[int, ...], torch.dtype]], attrs: Mapping[str, Any]) -> Signature:
     """Run `fn` once on zero tiles shaped like its inputs (they fit a scratchpad) to learn its result shapes.
 
     Unlike meta tensors this does not import torch's Python meta registrations (seconds, once per process). A
     creation fn (no input tiles) runs on meta instead, so an oversized result is refused without allocating it.
+    A fn returning a view of an input (`t`, `view`, ...) is flagged: its result is copied before it is stored,
+    since the output tile may overlap that input.
     """
     if not inputs:
-        return call(fn, [], {**attrs, "device": "meta"})
-    return call(fn, [_zero_tile(shape, dtype) for shape, dtype in inputs], attrs)
+        results = call(fn, [], {**attrs, "device": "meta"})
+        return Signature(tuple(tuple(result.shape) for result in results), returns_views=False)
+    results = call(fn, [_zero_tile(shape, dtype) for shape, dtype in inputs], attrs)
+    zeros = _ZEROS.untyped_storage().data_ptr()
+    return Signature(
+        shapes=tuple(tuple(result.shape) for result in results),
+        returns_views=any(result.untyped_storage().data_ptr() == zeros for result in results),
+    )
 
 
 @dataclass(frozen=True, slots=True)

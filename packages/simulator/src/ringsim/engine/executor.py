@@ -52,6 +52,8 @@ class Action:
     inputs: tuple[torch.Tensor, ...] = ()
     outputs: tuple[torch.Tensor, ...] = ()
     attrs: Mapping[str, Any] | None = None
+    #: The fn may return views of its inputs, which the output tile may overlap: copy results before storing.
+    copy_results: bool = False
 
 
 def bind(
@@ -80,6 +82,7 @@ def bind(
                     inputs=tuple(views[(core, name)][1] for name in step.reads),
                     outputs=tuple(views[(core, name)][1] for name in step.writes),
                     attrs=step.attrs,
+                    copy_results=step.copy_results,
                 )
             )
         elif step.kind == "send":
@@ -120,6 +123,8 @@ def run(actions: tuple[Action, ...], buffers: Mapping[str, torch.Tensor]) -> Non
         if kind == "compute":
             results = compute.call(action.fn, action.inputs, action.attrs)
             for output, result in zip(action.outputs, results, strict=True):
+                if action.copy_results:
+                    result = result.clone()
                 output.copy_(result if result.shape == output.shape else result.reshape(output.shape))
         elif kind == "dma_in" or kind == "dma_out":
             tensor = buffers[action.buffer]

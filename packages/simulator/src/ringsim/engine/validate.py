@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .compute import ComputeFn, ComputeWork, FnError, decode_attrs, infer, resolve_fn, work_of
+from .compute import ComputeFn, ComputeWork, FnError, Signature, decode_attrs, infer, resolve_fn, work_of
 from .errors import ProgramError
 from .model import DeviceModel
 from .program import Barrier, Compute, CoreProgram, DmaIn, DmaOut, Instruction, Program, Recv, Send, TileSpec
@@ -36,6 +36,7 @@ class Step:
     fn: ComputeFn | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
     work: ComputeWork | None = None
+    copy_results: bool = False
 
 
 def _path(core_pos: int, index: int, leaf: str | None = None) -> str:
@@ -128,18 +129,18 @@ def _lower(
         try:
             step.fn = resolve_fn(instruction.fn)
             step.attrs = decode_attrs(instruction.attrs)
-            results = _infer_shapes(instruction.fn, step.fn, [(spec.shape, spec.dtype) for spec in inputs], step.attrs)
+            signature = _signature(instruction.fn, step.fn, [(spec.shape, spec.dtype) for spec in inputs], step.attrs)
         except FnError as error:
             raise fail(str(error), "fn") from None
         except Exception as error:  # an aten op refusing its arguments may raise any error type
             first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
             raise fail(f"fn {instruction.fn!r} refused its input tiles or attrs: {first_line}", "fn") from None
-        if len(results) != len(outputs):
+        if len(signature.shapes) != len(outputs):
             raise fail(
-                f"fn {instruction.fn!r} returns {len(results)} tensors but {len(outputs)} output tiles are given",
+                f"fn {instruction.fn!r} returns {len(signature.shapes)} tensors, but {len(outputs)} output tiles",
                 "output",
             )
-        for shape, spec in zip(results, outputs, strict=True):
+        for shape, spec in zip(signature.shapes, outputs, strict=True):
             if math.prod(shape) != spec.numel:
                 raise fail(
                     f"fn {instruction.fn!r} produces shape {list(shape)} but output tile {spec.name!r} "
@@ -147,6 +148,7 @@ def _lower(
                     "output",
                 )
         step.reads, step.writes = instruction.inputs, instruction.outputs
+        step.copy_results = signature.returns_views
         step.work = work_of(
             instruction.fn, [torch.Size(s.shape) for s in inputs], [torch.Size(s.shape) for s in outputs]
         )
@@ -167,20 +169,20 @@ def _lower(
     return step
 
 
-_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {}
+_SIGNATURES: dict[str, Signature] = {}
 
 
-def _infer_shapes(
+def _signature(
     name: str, fn: ComputeFn, inputs: list[tuple[tuple[int, ...], torch.dtype]], attrs: Mapping[str, Any]
-) -> tuple[tuple[int, ...], ...]:
-    """Result shapes of one compute, remembered per (fn, input tiles, attrs): blocked programs repeat them."""
+) -> Signature:
+    """What one compute produces, remembered per (fn, input tiles, attrs): blocked programs repeat them."""
     key = repr((name, inputs, sorted(attrs.items())))
-    shapes = _SHAPES.get(key)
-    if shapes is None:
-        shapes = _SHAPES[key] = tuple(tuple(result.shape) for result in infer(fn, inputs, attrs))
-        if len(_SHAPES) > 65536:
-            _SHAPES.pop(next(iter(_SHAPES)))
-    return shapes
+    signature = _SIGNATURES.get(key)
+    if signature is None:
+        signature = _SIGNATURES[key] = infer(fn, inputs, attrs)
+        if len(_SIGNATURES) > 65536:
+            _SIGNATURES.pop(next(iter(_SIGNATURES)))
+    return signature
 
 
 def _check_span(core: CoreProgram, position: int, steps: list[Step], model: DeviceModel) -> None:
