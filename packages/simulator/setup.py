@@ -15,5 +15,6 @@ setup(
             extra_compile_args=["-O2", "-std=c++17"],
         )
     ],
+    # ninja compiles the sources in parallel and rebuilds only what changed; without it torch falls back to distutils.
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
 )

@@ -120,3 +120,11 @@ def test_explicit_ring_generators_hold_state_on_a_cpu_generator() -> None:
     assert torch.equal(draw(runtime.host_generator(generator)), first)
     with pytest.raises(RuntimeError, match="expected a ring generator"):
         runtime.host_generator(torch.Generator())
+
+
+def test_torch_accelerator_api_sees_ring() -> None:
+    assert torch.accelerator.current_accelerator() == torch.device("ring")
+    assert torch.accelerator.device_count() == 1
+    torch.accelerator.set_device_index(0)
+    assert torch.accelerator.current_device_index() == 0
+    torch.accelerator.synchronize()

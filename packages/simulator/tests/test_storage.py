@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 
 import pytest
 import torch
@@ -272,3 +273,17 @@ def test_conjugate_and_negative_views_copy_with_their_meaning() -> None:
     conj_destination.copy_(cpu)
     assert torch.equal(conj_destination.cpu(), cpu)
     assert runtime.host_view(ring.conj()).is_conj()
+
+
+def test_save_and_load_keep_the_device_and_values() -> None:
+    buffer = io.BytesIO()
+    torch.save(reference((3, 4)).to("ring").t(), buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    assert_same_layout(loaded, reference((3, 4)).t())
+
+
+def test_gradients_flow_through_device_copies() -> None:
+    leaf = torch.ones(3, requires_grad=True)
+    leaf.to("ring").cpu().mul(2).sum().backward()
+    assert torch.equal(leaf.grad, torch.full((3,), 2.0))
