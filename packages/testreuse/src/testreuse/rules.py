@@ -114,6 +114,15 @@ def _dropped_by(edits: Edits, case: Case) -> str:
     return ""
 
 
+def excluded_shapes(file_plan: FilePlan, case: Case) -> list[tuple[int, ...]]:
+    """Sample-input shapes every matching rule drops for this case."""
+    shapes = []
+    for placed in matching_rules(file_plan, case):
+        samples = placed.rule.edits.samples if placed.rule.edits is not None else None
+        shapes += [tuple(s.shape) for s in samples.exclude] if samples is not None else []
+    return shapes
+
+
 def decide(plan: Plan, file_plan: FilePlan, case: Case) -> Decision:
     """Capabilities first (a backend cannot run what it lacks), then per-case edits, then the most specific rule,
     then the file's unlisted_test_mode."""

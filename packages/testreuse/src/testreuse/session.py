@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.runner import runtestprotocol
 
 from testreuse import torchbridge
 from testreuse.catalog import dtype_names, module_names, op_names
@@ -21,7 +22,7 @@ from testreuse.isolation import Death, run_forked
 from testreuse.loader import FilePlan, Plan, load_plan, resolve_torch_root
 from testreuse.model import Mode
 from testreuse.results import ResultsFile
-from testreuse.rules import Case, Decision, decide, name_matches
+from testreuse.rules import Case, Decision, decide, excluded_shapes, name_matches
 from testreuse.upstream import generic_tests
 from testreuse.validate import check_plan
 
@@ -36,6 +37,8 @@ class CaseRecord:
     file: str
     case: Case
     decision: Decision
+    op: Any = None
+    excluded_shapes: tuple[tuple[int, ...], ...] = ()
 
     def facts(self) -> dict[str, Any]:
         return {
@@ -168,7 +171,8 @@ class TestreuseSession:
         params = torchbridge.case_params(item.cls, item.name)
         op_name = getattr(params.op, "full_name", None)
         case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module)
-        return CaseRecord(item.nodeid, module.nodeid, case, decide(self.plan, file_plan, case))
+        shapes = tuple(excluded_shapes(file_plan, case))
+        return CaseRecord(item.nodeid, module.nodeid, case, decide(self.plan, file_plan, case), params.op, shapes)
 
     def _register_mark(self, name: str) -> None:
         if name not in self.seen_marks:
@@ -192,14 +196,15 @@ class TestreuseSession:
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         started = time.monotonic()
         death: Death | None = None
-        if self.isolation == "fork":
-            reports, death = run_forked(item, nextitem, self.timeout)
-            for report in reports:
-                ihook.pytest_runtest_logreport(report=report)
-        else:
-            from _pytest.runner import runtestprotocol
-
-            reports = runtestprotocol(item, nextitem=nextitem, log=True)
+        record = item.stash.get(CASE_KEY, None)
+        shapes = list(record.excluded_shapes) if record is not None else []
+        with torchbridge.samples_without_shapes(record.op if record is not None else None, shapes):
+            if self.isolation == "fork":
+                reports, death = run_forked(item, nextitem, self.timeout)
+                for report in reports:
+                    ihook.pytest_runtest_logreport(report=report)
+            else:
+                reports = runtestprotocol(item, nextitem=nextitem, log=True)
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         self._record_result(item, reports, death, time.monotonic() - started)
 
