@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+import pathlib
 from typing import Any
 
 import pytest
@@ -196,3 +198,12 @@ def test_cores_beyond_the_device_are_refused() -> None:
 def test_a_creation_fn_is_checked_without_allocating() -> None:
     instructions = [{"op": "compute", "fn": "zeros", "inputs": [], "output": "a", "attrs": {"size": [10**12]}}]
     assert "produces shape [1000000000000]" in str(refuse(program([core(0, instructions)])))
+
+
+def test_the_documented_example_is_a_valid_program() -> None:
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "program-format.md"
+    text = doc.read_text()
+    example = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    report = plan(parse_program(example)).report
+    assert report.ring_bytes == 32
+    assert set(report.per_core) == {0, 1}
