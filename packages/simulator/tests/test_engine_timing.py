@@ -86,16 +86,19 @@ def test_compute_runs_at_fixed_throughput() -> None:
         "a": {"offset": 0, "dtype": "float16", "shape": [128, 256]},
         "b": {"offset": 65536, "dtype": "float16", "shape": [256, 128]},
         "c": {"offset": 131072, "dtype": "float16", "shape": [128, 128]},
+        "s": {"offset": 196608, "dtype": "float32", "shape": [1, 1]},
     }
     instructions = [
         {"op": "compute", "fn": "mm", "inputs": ["a", "b"], "output": "c"},
         {"op": "compute", "fn": "exp", "inputs": ["a"], "output": "a"},
+        {"op": "compute", "fn": "sum", "inputs": ["c"], "output": "s", "attrs": {"dim": [0, 1], "keepdim": True}},
     ]
     report = report_of([{"core": 0, "tiles": tiles, "instructions": instructions}], {})
     matmul = MODEL.compute_issue_cycles + 128 * 128 * 256 / MODEL.macs_per_cycle
     vector = MODEL.compute_issue_cycles + 128 * 256 / MODEL.vector_elements_per_cycle
-    assert report.compute_cycles == pytest.approx(matmul + vector)
-    assert report.flops == 2 * 128 * 128 * 256 + 128 * 256
+    reduction = MODEL.compute_issue_cycles + 128 * 128 / MODEL.reduction_elements_per_cycle
+    assert report.compute_cycles == pytest.approx(matmul + vector + reduction)
+    assert report.flops == 2 * 128 * 128 * 256 + 128 * 256 + 128 * 128
 
 
 def test_ring_transfer_costs_hop_latency_plus_link_time() -> None:

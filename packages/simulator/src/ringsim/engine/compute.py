@@ -23,6 +23,10 @@ _FN_NAME = re.compile(r"^_?[a-z][a-z0-9_]*(\.[A-Za-z0-9_]+)?$")
 
 #: Functions that run on the systolic arrays; their cost is counted in multiply-accumulates.
 MATMUL_FNS = frozenset({"mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot"})
+#: Reductions: their cost is counted in input elements consumed, at the model's reduction rate.
+REDUCTION_FNS = frozenset(
+    {"sum", "mean", "amax", "amin", "max", "min", "prod", "argmax", "argmin", "logsumexp", "norm", "all", "any"}
+)
 #: Composite functions that take several passes over their input on the vector unit.
 VECTOR_PASSES: Mapping[str, int] = {
     "_softmax": 4,
@@ -135,9 +139,11 @@ def infer(fn: ComputeFn, inputs: Sequence[tuple[tuple[int, ...], torch.dtype]], 
 
 @dataclass(frozen=True, slots=True)
 class ComputeWork:
-    """What one compute instruction costs, independent of the data: elements through the vector unit, MACs."""
+    """What one compute instruction costs, independent of the data: elements through the vector unit (elementwise
+    work and reductions, charged at their own rates), and MACs on the systolic arrays."""
 
     vector_elements: int
+    reduced_elements: int
     macs: int
     flops: int
 
@@ -150,8 +156,10 @@ def work_of(name: str, inputs: Sequence[torch.Size], outputs: Sequence[torch.Siz
         operands = inputs[1:] if base in {"addmm", "baddbmm", "addmv"} else inputs
         depth = operands[0][-1] if operands and len(operands[0]) else 1
         macs = out_elements * depth
-        return ComputeWork(vector_elements=0, macs=macs, flops=2 * macs)
+        return ComputeWork(vector_elements=0, reduced_elements=0, macs=macs, flops=2 * macs)
     elements = max([out_elements, *(math.prod(shape) for shape in inputs)])
+    if base in REDUCTION_FNS:
+        return ComputeWork(vector_elements=0, reduced_elements=elements, macs=0, flops=elements)
     passes = VECTOR_PASSES.get(base, 1)
     flops = 0 if base in DATA_MOVEMENT_FNS else elements * passes
-    return ComputeWork(vector_elements=elements * passes, macs=0, flops=flops)
+    return ComputeWork(vector_elements=elements * passes, reduced_elements=0, macs=0, flops=flops)

@@ -32,6 +32,8 @@ class DeviceModel:
     macs_per_cycle: float = 1140.0
     #: assumed: each corelet's vector unit handles one 64-element fp16 stick per cycle, so 128 elements per core.
     vector_elements_per_cycle: float = 128.0
+    #: assumed: a reduction consumes its input at the same stick per corelet per cycle (a tree behind the lanes).
+    reduction_elements_per_cycle: float = 128.0
     #: assumed: fixed cost to issue one compute instruction (operand setup, pipeline fill).
     compute_issue_cycles: float = 16.0
     #: spec: about 150 GB/s peak device-memory bandwidth in one direction, shared by all cores.

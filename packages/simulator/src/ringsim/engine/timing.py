@@ -183,6 +183,7 @@ def simulate(program: Program, steps: list[list[Step]], model: DeviceModel) -> T
             cycles = (
                 model.compute_issue_cycles
                 + work.vector_elements / model.vector_elements_per_cycle
+                + work.reduced_elements / model.reduction_elements_per_cycle
                 + work.macs / model.macs_per_cycle
             )
             schedule(now + cycles, "done", core, step)
