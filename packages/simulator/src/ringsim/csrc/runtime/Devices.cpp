@@ -1,5 +1,7 @@
 #include "runtime/Devices.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -19,8 +21,9 @@ std::size_t capacity_from_environment() {
     return kDefaultCapacityBytes;
   }
   char* end = nullptr;
+  errno = 0;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0') {
+  if (!std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' || errno == ERANGE) {
     throw std::invalid_argument(
         std::string("RINGSIM_MEMORY_BYTES must be a whole number of bytes, got '") + text + "'");
   }
