@@ -8,6 +8,7 @@ into device memory by the copy kernel and the flat split applies.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -61,6 +62,13 @@ def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any
 def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     out = meta_outputs(op, values)[0]
     shape = tuple(out.shape)
+    if spec.aten == "clamp" and sig.qualname == "clamp.Tensor" and (values[1] is None) != (values[2] is None):
+        # One bound only: the same op as clamp_min/clamp_max, whose tiles lead the schema.
+        bound = 2 if values[1] is None else 1
+        one = (torch.ops.aten.clamp_max if bound == 2 else torch.ops.aten.clamp_min).Tensor
+        plan = build(spec, one, Signature.of(one), [values[0], values[bound]], key)
+        operands = {"in0": _arg(0), "in1": _arg(bound)}
+        return replace(plan, inputs=tuple((name, operands[name]) for name, _ in plan.inputs))
     positional, attrs, substituted = split_call(sig, values)
     fn = spec.aten if substituted else sig.qualname
     finish = returns_first

@@ -1,4 +1,4 @@
-"""Matmul kernels (mm, addmm, bmm, dot): split M (or the batch) across cores, the right operand whole per core.
+"""Matmul kernels (mm, addmm, addmv, bmm, dot): split M (or the batch) across cores, the right operand whole per core.
 
 Each core's systolic arrays accumulate the K products of an output element in fp32 and round once.
 """
@@ -38,10 +38,10 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
         for n, i in enumerate(tensors):
             t = values[i]
             name = f"in{n}"
-            if spec.aten == "addmm" and n == 0:  # the bias: split when it has the output's rows
-                split = t.dim() == 2 and t.shape[0] == rows and rows > 1
+            if spec.aten in ("addmm", "addmv") and n == 0:  # the bias: split when it has the output's rows
+                split = t.dim() == len(shape) and t.shape[0] == rows and rows > 1
                 operands.append(Operand(name, t.dtype, tuple(t.shape[1:]) if split else tuple(t.shape), split=split))
-            elif spec.aten == "bmm" or (spec.aten == "mm" and n == 0) or (spec.aten == "addmm" and n == 1):
+            elif spec.aten == "bmm" or (spec.aten == "mm" and n == 0) or (spec.aten in ("addmm", "addmv") and n == 1):
                 operands.append(Operand(name, t.dtype, tuple(t.shape[1:])))
             else:
                 operands.append(Operand(name, t.dtype, tuple(t.shape), split=False))

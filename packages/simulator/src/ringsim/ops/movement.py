@@ -109,7 +109,6 @@ def build_gather(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values
         Operand("index", index.dtype, row_shape(shape), split=split),
         Operand("out", out.dtype, row_shape(shape), split=split, role="out"),
     ]
-    program = row_program("gather", rows, operands, [Step("take_along_dim", ("x", "index"), ("out",), {"dim": d})])
 
     def source(values: Values) -> torch.Tensor:
         t = values[0]
@@ -118,5 +117,12 @@ def build_gather(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values
                 t = t.narrow(i, 0, size)
         return t if t.is_contiguous() else t.contiguous()
 
-    getters = (("x", source), ("index", lambda values: values[2]))
+    getters = (("x", source), ("index", _long(2)))
+    operands[1] = Operand("index", torch.int64, row_shape(shape), split=split)
+    program = row_program("gather", rows, operands, [Step("take_along_dim", ("x", "index"), ("out",), {"dim": d})])
     return Plan(key, program, getters, (OutputSpec("out", shape, out.dtype),), returns_first)
+
+
+def _long(i: int):
+    """Index operands as int64 (int32 indices are widened by the copy kernel)."""
+    return lambda values: values[i] if values[i].dtype == torch.int64 else values[i].long()

@@ -25,6 +25,9 @@ _BY_KIND: dict[Kind, dispatch.Builder] = {
     Kind.MATMUL: matmul.build,
 }
 
+# Ops whose only non-CPU kernel is torch's composite stub that raises an unhelpful error: refused by name instead.
+_STUBBED = ("convolution_overrideable", "convolution_backward_overrideable")
+
 _libraries: list[torch.library.Library] = []
 
 
@@ -46,6 +49,13 @@ def _unregistered(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
     raise errors.unsupported_op(name if overload == "default" else f"{name}.{overload}")
 
 
+def _refuser(name: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise errors.unsupported_op(name)
+
+    return refuse
+
+
 def register() -> None:
     """Register the kernels (once per process)."""
     if _libraries:
@@ -64,6 +74,8 @@ def register() -> None:
                 else:
                     kernel = dispatch.out_kernel(spec, variant.op, variant.functional, build)
             lib.impl(variant.qualname, kernel, "PrivateUse1")
+    for name in _STUBBED:
+        lib.impl(name, _refuser(name), "PrivateUse1")
     fallback = torch.library.Library("_", "IMPL")
     fallback.fallback(_unregistered, "PrivateUse1")
     _libraries.extend([lib, fallback])

@@ -9,6 +9,7 @@ Dtype rule (an inference accelerator, not a general CPU):
   *produce* them, ``where``/``masked_fill`` consume bool masks, ``index_select``/``gather`` consume int64
   indices, and the byte-moving ops (``cat``, ``index_select``, ``gather``, ``where``) and creation ops
   (``fill_``, ``zero_``, ``arange``) also accept int64/bool data because they do no arithmetic on it.
+- Index operands may also be int32 (as torch allows); they are widened to int64 by the copy kernel where needed.
 - The dtypes listed for an op are the dtypes of its data operand (``self``); index and mask operands follow
   the rule above and are checked by the kernel.
 
@@ -45,6 +46,7 @@ class Tolerance(StrEnum):
     EXACT = "exact"
     ROUNDED = "rounded"
     TRANSCENDENTAL = "transcendental"
+    FUSED = "fused"
     REDUCTION = "reduction"
     MATMUL = "matmul"
     NORMALIZATION = "normalization"
@@ -55,7 +57,7 @@ FLOATS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
 BYTES: tuple[torch.dtype, ...] = (*FLOATS, torch.int64, torch.bool)
 LOGICAL: tuple[torch.dtype, ...] = (*FLOATS, torch.bool)
 ARANGE: tuple[torch.dtype, ...] = (*FLOATS, torch.int64)
-DTYPE_ORDER: tuple[torch.dtype, ...] = (torch.bool, torch.int64, torch.float16, torch.bfloat16, torch.float32)
+DTYPE_ORDER: tuple[torch.dtype, ...] = (torch.bool, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ SPECS: tuple[OpSpec, ...] = (
     # binary arithmetic: one fp32 operation, one rounding
     _ew("add", "Tensor", "Scalar"),
     _ew("sub", "Tensor", "Scalar"),
+    _ew("rsub", "Tensor", "Scalar"),
     _ew("mul", "Tensor", "Scalar"),
     _ew("div", "Tensor", "Scalar", "Tensor_mode", "Scalar_mode"),
     _ew("maximum"),
@@ -107,9 +110,9 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("reciprocal"),
     _ew("sqrt"),
     _ew("rsqrt", tol=_T),
-    _ew("clamp", tol=_E),
-    _ew("clamp_min", tol=_E),
-    _ew("clamp_max", tol=_E),
+    _ew("clamp", "default", "Tensor", tol=_E),
+    _ew("clamp_min", "default", "Tensor", tol=_E),
+    _ew("clamp_max", "default", "Tensor", tol=_E),
     # transcendental: fp32 library functions, then one rounding
     *(
         _ew(name, tol=_T)
@@ -119,9 +122,9 @@ SPECS: tuple[OpSpec, ...] = (
         )
     ),  # fmt: skip
     # ternary
-    _ew("addcmul"),
-    _ew("addcdiv"),
-    _ew("lerp", "Scalar", "Tensor"),
+    _ew("addcmul", tol=Tolerance.FUSED),
+    _ew("addcdiv", tol=Tolerance.FUSED),
+    _ew("lerp", "Scalar", "Tensor", tol=Tolerance.FUSED),
     # activations
     _ew("relu", tol=_E),
     _ew("hardtanh", tol=_E),
@@ -158,6 +161,7 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("bmm", ("default",), Kind.MATMUL, Tolerance.MATMUL),
     OpSpec("addmm", ("default",), Kind.MATMUL, Tolerance.MATMUL),
     OpSpec("dot", ("default",), Kind.MATMUL, Tolerance.MATMUL),
+    OpSpec("addmv", ("default",), Kind.MATMUL, Tolerance.MATMUL),
     # row-wise normalization
     OpSpec("_softmax", ("default",), Kind.NORMALIZATION, Tolerance.NORMALIZATION),
     OpSpec("_log_softmax", ("default",), Kind.NORMALIZATION, Tolerance.NORMALIZATION),
@@ -195,7 +199,7 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
     "round": ("round",),
     "round.decimals_0": ("round",),
     "round.decimals_3": ("round",),
-    "rsub": ("sub",),
+    "rsub": ("rsub",),
     "sum": ("sum",),
     "mean": ("mean", "sum"),
     "var": ("var",),
@@ -209,7 +213,9 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
     "stack": ("cat",),
     "hstack": ("cat",),
     "vstack": ("cat",),
-    "matmul": ("mm", "bmm", "dot"),
+    "matmul": ("mm", "bmm", "dot", "addmv"),
+    "mv": ("addmv",),
+    "addmv": ("addmv",),
     "nn.functional.linear": ("addmm", "mm", "bmm", "add"),
     "softmax": ("_softmax",),
     "log_softmax": ("_log_softmax",),

@@ -60,7 +60,7 @@ def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, val
     attrs = {p.name: scalar(values[sig.index[p.name]]) for p in sig.params[1:] if p.name in {q.name for q in dim_param}}
     for p in dim_param:
         if p.name == "dim":
-            attrs["dim"] = -1 if str(_type(fn, "dim")).startswith("int") else [-1]
+            attrs["dim"] = [-1] if "List" in str(_type(fn, "dim")) else -1
         if p.name == "keepdim":
             attrs["keepdim"] = False
     operands = [Operand("x", x.dtype, (k,))]
