@@ -1,0 +1,63 @@
+"""`ringsim capabilities` exports the registry in the shape the test framework reads as `global`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from ringsim.capabilities import capabilities
+from ringsim.cli import main
+from ringsim.ops.registry import OPINFO_NEEDS, SPECS
+
+
+def test_shape_matches_the_test_framework_global_section() -> None:
+    data = capabilities()
+    assert data["device"] == "ring"
+    assert {"name": "float16"} in data["supported_dtypes"]
+    assert all(set(d) == {"name"} for d in data["supported_dtypes"])
+    assert not {"float64", "complex64"} & {d["name"] for d in data["supported_dtypes"]}
+    for op in data["supported_ops"]:
+        assert set(op) == {"name", "dtypes"} and op["dtypes"] and all(set(d) == {"name"} for d in op["dtypes"])
+    add = next(op for op in data["supported_ops"] if op["name"] == "add")
+    assert [d["name"] for d in add["dtypes"]] == ["float16", "bfloat16", "float32"]
+
+
+def test_exports_every_registry_op_and_opinfo_entry() -> None:
+    data = capabilities()
+    assert [op["name"] for op in data["supported_ops"]] == sorted(OPINFO_NEEDS)
+    aten = {op["name"] for op in data["aten_ops"]}
+    for spec in SPECS:
+        for name in spec.names:
+            assert f"aten::{name}" in aten
+    assert "aten::add_.Tensor" in aten and "aten::add.out" in aten
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_cli_output_is_deterministic_and_parses(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capabilities", "--format", fmt]) == 0
+    first = capsys.readouterr().out
+    assert main(["capabilities", "--format", fmt]) == 0
+    assert capsys.readouterr().out == first
+    data = yaml.safe_load(first) if fmt == "yaml" else json.loads(first)
+    assert data == capabilities()
+    if fmt == "yaml":
+        assert "&id" not in first and "*id" not in first
+
+
+def test_cli_writes_a_file(tmp_path) -> None:
+    target = tmp_path / "caps.yaml"
+    assert main(["capabilities", "-o", str(target)]) == 0
+    assert yaml.safe_load(target.read_text())["device"] == "ring"
+
+
+def test_cli_unwritable_output_is_one_error_line(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["capabilities", "-o", str(tmp_path / "missing" / "caps.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1 and "cannot write" in err
+
+
+def test_cli_rejects_an_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["capabilities", "--format", "toml"]) == 2
+    assert "toml" in capsys.readouterr().err
