@@ -139,7 +139,7 @@ def test_capacity_cannot_drop_below_what_is_allocated() -> None:
     del kept
 
 
-@pytest.mark.parametrize("value", ["16GB", "-5", " 12", "99999999999999999999999"])
+@pytest.mark.parametrize("value", ["16GB", "-5", "99999999999999999999999"])
 def test_malformed_capacity_variable_is_named_in_the_error(value: str) -> None:
     result = run_with_capacity(
         value,
