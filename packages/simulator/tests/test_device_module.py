@@ -54,6 +54,9 @@ def test_generated_methods() -> None:
     storage = torch.ones(2).untyped_storage().ring()
     assert storage.is_ring
     assert storage.device.type == "ring"
+    module = torch.nn.Linear(2, 3).ring()
+    assert module.weight.is_ring
+    assert module.bias.device.type == "ring"
 
 
 def test_autocast_dtypes_are_the_reduced_precision_ones() -> None:
