@@ -49,7 +49,7 @@ def build(session: nox.Session) -> None:
             session.log("all wheels current; nothing to build")
             return
         session.log("building: " + ", ".join(m.distribution for m in stale))
-        _install_locked(session, str(torch_wheel), "setuptools", "wheel")
+        _install_locked(session, str(torch_wheel), "setuptools", "wheel", "ninja")
         build_members(ROOT, DIST, MEMBERS, stale, torch_version, lambda *cmd: session.run(*cmd, external=True))
     except BuildError as exc:
         session.error(str(exc))
