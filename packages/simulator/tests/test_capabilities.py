@@ -18,7 +18,9 @@ def test_shape_matches_the_test_framework_global_section() -> None:
     assert all(set(d) == {"name"} for d in data["supported_dtypes"])
     assert not {"float64", "complex64"} & {d["name"] for d in data["supported_dtypes"]}
     for op in data["supported_ops"]:
-        assert set(op) == {"name", "dtypes"} and op["dtypes"] and all(set(d) == {"name"} for d in op["dtypes"])
+        assert set(op) == {"name", "dtypes"}
+        assert op["dtypes"]
+        assert all(set(d) == {"name"} for d in op["dtypes"])
     add = next(op for op in data["supported_ops"] if op["name"] == "add")
     assert [d["name"] for d in add["dtypes"]] == ["float16", "bfloat16", "float32"]
 
@@ -30,7 +32,8 @@ def test_exports_every_registry_op_and_opinfo_entry() -> None:
     for spec in SPECS:
         for name in spec.names:
             assert f"aten::{name}" in aten
-    assert "aten::add_.Tensor" in aten and "aten::add.out" in aten
+    assert "aten::add_.Tensor" in aten
+    assert "aten::add.out" in aten
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
@@ -42,7 +45,8 @@ def test_cli_output_is_deterministic_and_parses(fmt: str, capsys: pytest.Capture
     data = yaml.safe_load(first) if fmt == "yaml" else json.loads(first)
     assert data == capabilities()
     if fmt == "yaml":
-        assert "&id" not in first and "*id" not in first
+        assert "&id" not in first
+        assert "*id" not in first
 
 
 def test_cli_writes_a_file(tmp_path) -> None:
@@ -55,7 +59,9 @@ def test_cli_unwritable_output_is_one_error_line(tmp_path, capsys: pytest.Captur
     code = main(["capabilities", "-o", str(tmp_path / "missing" / "caps.yaml")])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.startswith("error: ") and err.count("\n") == 1 and "cannot write" in err
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert "cannot write" in err
 
 
 def test_cli_rejects_an_unknown_format(capsys: pytest.CaptureFixture[str]) -> None:

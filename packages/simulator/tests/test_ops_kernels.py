@@ -63,7 +63,8 @@ def test_in_place_and_out_variants_write_the_destination() -> None:
     assert torch.equal(d.cpu(), x * 2 + 1)
     out = torch.empty(0, device=DEVICE)
     torch.sub(d, 1, out=out)
-    assert out.shape == (6, 7) and torch.equal(out.cpu(), (x * 2 + 1) - 1)
+    assert out.shape == (6, 7)
+    assert torch.equal(out.cpu(), (x * 2 + 1) - 1)
 
 
 def test_in_place_on_a_non_contiguous_view_writes_through() -> None:
@@ -96,7 +97,8 @@ def test_reductions_over_inner_and_outer_dims() -> None:
     d = x.to(DEVICE)
     assert torch.allclose(d.sum((0, 2)).cpu(), x.sum((0, 2)), atol=1e-5)
     values, indices = d.max(1)
-    assert torch.equal(values.cpu(), x.max(1).values) and torch.equal(indices.cpu(), x.max(1).indices)
+    assert torch.equal(values.cpu(), x.max(1).values)
+    assert torch.equal(indices.cpu(), x.max(1).indices)
     assert torch.equal(d.argmin().cpu(), x.argmin())
     assert torch.equal(d.amax(0, keepdim=True).cpu(), x.amax(0, keepdim=True))
 

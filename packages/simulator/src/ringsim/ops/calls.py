@@ -35,8 +35,10 @@ class Signature:
         params = []
         for arg in op._schema.arguments:
             text = str(arg.type)
-            kind = "tensors" if text.startswith(("List[Tensor", "Tensor[]", "List[Optional[Tensor")) else (
-                "tensor" if text.startswith(("Tensor", "Optional[Tensor")) else "other"
+            kind = (
+                "tensors"
+                if text.startswith(("List[Tensor", "Tensor[]", "List[Optional[Tensor"))
+                else ("tensor" if text.startswith(("Tensor", "Optional[Tensor")) else "other")
             )
             params.append(Param(arg.name, kind, arg.default_value, arg.has_default_value(), arg.kwarg_only))
         name = op._schema.name.removeprefix("aten::")
@@ -53,7 +55,7 @@ class Signature:
         """Argument values in schema order, defaults filled in."""
         values = list(args)
         for param in self.params[len(values) :]:
-            values.append(kwargs[param.name] if param.name in kwargs else param.default)
+            values.append(kwargs.get(param.name, param.default))
         return values
 
 

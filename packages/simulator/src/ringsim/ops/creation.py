@@ -6,7 +6,6 @@ non-contiguous destination.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +46,9 @@ def fill_kernel(spec: OpSpec, qualname: str):
         inputs: dict[str, torch.Tensor] = {}
         if isinstance(value, torch.Tensor) and value.device.type != "cpu":
             if value.dim():
-                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions.")
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
+                )
             inputs["value"] = value if aligned(value) else value.clone()
             key = ("fill_.Tensor", self.dtype, self.numel(), value.dtype)
             operands = [Operand("value", value.dtype, (), split=False), Operand("out", self.dtype, (), role="out")]
@@ -91,8 +92,12 @@ def arange_kernel(spec: OpSpec, qualname: str):
             Operand("out", out.dtype, (), role="out"),
         ]
         steps = [
-            Step("arange.start_step", (), ("idx",), {"start": lambda row, size: row, "end": lambda row, size: row + size,
-                                                     "step": 1, "dtype": torch.int64}),
+            Step(
+                "arange.start_step",
+                (),
+                ("idx",),
+                {"start": lambda row, size: row, "end": lambda row, size: row + size, "step": 1, "dtype": torch.int64},
+            ),
             Step("mul.Scalar", ("idx",), ("t",), {"other": step}),
             Step("add.Scalar", ("t",), ("out",), {"other": start}),
         ]
@@ -115,8 +120,14 @@ def random_kernel(spec: OpSpec, qualname: str, draw: Callable[[torch.Tensor, Any
         if self.numel() == 0:
             return self
         source = torch.empty(self.shape, dtype=torch.float32)
-        draw(source, a, b, generator if generator is not None and generator.device.type == "cpu" else
-             runtime.cpu_generator(self.device.index or 0))
+        draw(
+            source,
+            a,
+            b,
+            generator
+            if generator is not None and generator.device.type == "cpu"
+            else runtime.cpu_generator(self.device.index or 0),
+        )
         key = ("random", self.dtype, self.numel())
         operands = [Operand("source", torch.float32, ()), Operand("out", self.dtype, (), role="out")]
         steps = [Step("copy", ("source",), ("out",))]
@@ -132,7 +143,3 @@ def uniform(source: torch.Tensor, low: Any, high: Any, generator: torch.Generato
 
 def normal(source: torch.Tensor, mean: Any, std: Any, generator: torch.Generator) -> None:
     source.normal_(mean, std, generator=generator)
-
-
-def numel(shape: Any) -> int:
-    return math.prod(shape)

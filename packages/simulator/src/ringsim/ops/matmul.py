@@ -31,7 +31,9 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
     operands: list[Operand] = []
     if spec.aten == "dot":
         rows = 1
-        operands = [Operand(f"in{n}", values[i].dtype, tuple(values[i].shape), split=False) for n, i in enumerate(tensors)]
+        operands = [
+            Operand(f"in{n}", values[i].dtype, tuple(values[i].shape), split=False) for n, i in enumerate(tensors)
+        ]
         operands.append(Operand("out", out.dtype, (), split=False, role="out"))
     else:
         rows = shape[0]

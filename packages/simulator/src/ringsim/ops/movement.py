@@ -37,7 +37,9 @@ def build_cat(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: V
         width = t.shape[d] * inner
         operands.append(Operand(f"in{i}", out.dtype, (width,)))
         getters.append((f"in{i}", _part(i, out.dtype, rows, width)))
-        steps.append(Step("slice_scatter", ("out", f"in{i}"), ("out",), {"dim": 1, "start": start, "end": start + width}))
+        steps.append(
+            Step("slice_scatter", ("out", f"in{i}"), ("out",), {"dim": 1, "start": start, "end": start + width})
+        )
         start += width
     operands.append(Operand("out", out.dtype, (shape[d] * inner,), role="out"))
     program = row_program("cat", rows, operands, steps)

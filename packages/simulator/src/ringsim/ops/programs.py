@@ -94,7 +94,9 @@ def row_program(name: str, rows: int, operands: Sequence[Operand], steps: Sequen
     room = SCRATCHPAD - whole_bytes - STICK * len(splits)  # each split tile may end in a padded stick
     chunk = min(rows, (room // per_row // g) * g) if per_row else rows
     if room < 0 or chunk < 1:
-        raise TooLargeError(f"{name}: the operands of one row block need more than a core's {SCRATCHPAD}-byte scratchpad")
+        raise TooLargeError(
+            f"{name}: the operands of one row block need more than a core's {SCRATCHPAD}-byte scratchpad"
+        )
     cores = 1
     if not any(op.role == "out" for op in wholes):
         cores = max(1, min(CORES, (per_row * rows) // MIN_BYTES_PER_CORE, -(-rows // g)))
@@ -126,8 +128,11 @@ def _core_program(
         split_offsets[op.name] = offset
         offset += _align(op.row_bytes() * sizes[0])
         for size in sizes:
-            tiles[op.name + suffix[size]] = {"offset": split_offsets[op.name], "dtype": DTYPE_NAMES[op.dtype],
-                                             "shape": op.tile_shape(size)}
+            tiles[op.name + suffix[size]] = {
+                "offset": split_offsets[op.name],
+                "dtype": DTYPE_NAMES[op.dtype],
+                "shape": op.tile_shape(size),
+            }
     instructions: list[dict[str, Any]] = [
         {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in wholes if op.role == "in"
     ]
@@ -154,5 +159,7 @@ def _core_program(
             for op in splits
             if op.role == "out"
         ]
-    instructions += [{"op": "dma_out", "tile": op.name, "buffer": op.name, "offset": 0} for op in wholes if op.role == "out"]
+    instructions += [
+        {"op": "dma_out", "tile": op.name, "buffer": op.name, "offset": 0} for op in wholes if op.role == "out"
+    ]
     return {"core": core, "tiles": tiles, "instructions": instructions}

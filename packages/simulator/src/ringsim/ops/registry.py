@@ -57,7 +57,14 @@ FLOATS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16, torch.float32)
 BYTES: tuple[torch.dtype, ...] = (*FLOATS, torch.int64, torch.bool)
 LOGICAL: tuple[torch.dtype, ...] = (*FLOATS, torch.bool)
 ARANGE: tuple[torch.dtype, ...] = (*FLOATS, torch.int64)
-DTYPE_ORDER: tuple[torch.dtype, ...] = (torch.bool, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32)
+DTYPE_ORDER: tuple[torch.dtype, ...] = (
+    torch.bool,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+)
 
 
 @dataclass(frozen=True)
@@ -117,10 +124,26 @@ SPECS: tuple[OpSpec, ...] = (
     *(
         _ew(name, tol=_T)
         for name in (
-            "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sigmoid",
-            "erf", "asin", "acos", "atan", "sinh", "cosh",
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "sin",
+            "cos",
+            "tan",
+            "tanh",
+            "sigmoid",
+            "erf",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
         )
-    ),  # fmt: skip
+    ),
     # ternary
     _ew("addcmul", tol=Tolerance.FUSED),
     _ew("addcdiv", tol=Tolerance.FUSED),
@@ -182,15 +205,82 @@ SPECS: tuple[OpSpec, ...] = (
 # OpInfo (torch.testing._internal op_db) entries the device serves, and the registry ops each one needs on the
 # device besides metadata/copy kernels. An OpInfo entry is supported for a dtype when all of them support it.
 OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
-    **{n: (n,) for n in (
-        "add", "sub", "mul", "maximum", "minimum", "fmod", "remainder", "atan2", "hypot", "neg", "abs", "sign",
-        "sgn", "floor", "ceil", "trunc", "frac", "reciprocal", "sqrt", "rsqrt", "clamp_min", "clamp_max",
-        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
-        "asin", "acos", "atan", "sinh", "cosh", "addcmul", "addcdiv", "lerp", "eq", "ne", "lt", "le", "gt",
-        "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "amax", "amin", "argmax",
-        "argmin", "prod", "mm", "bmm", "addmm", "dot", "cat", "index_select", "gather", "where", "masked_fill",
-        "zero_", "logsumexp", "pow",
-    )},  # fmt: skip
+    **{
+        n: (n,)
+        for n in (
+            "add",
+            "sub",
+            "mul",
+            "maximum",
+            "minimum",
+            "fmod",
+            "remainder",
+            "atan2",
+            "hypot",
+            "neg",
+            "abs",
+            "sign",
+            "sgn",
+            "floor",
+            "ceil",
+            "trunc",
+            "frac",
+            "reciprocal",
+            "sqrt",
+            "rsqrt",
+            "clamp_min",
+            "clamp_max",
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "sin",
+            "cos",
+            "tan",
+            "tanh",
+            "sigmoid",
+            "erf",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "addcmul",
+            "addcdiv",
+            "lerp",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "logical_and",
+            "logical_or",
+            "logical_xor",
+            "logical_not",
+            "isnan",
+            "amax",
+            "amin",
+            "argmax",
+            "argmin",
+            "prod",
+            "mm",
+            "bmm",
+            "addmm",
+            "dot",
+            "cat",
+            "index_select",
+            "gather",
+            "where",
+            "masked_fill",
+            "zero_",
+            "logsumexp",
+            "pow",
+        )
+    },
     "clamp": ("clamp", "clamp_min", "clamp_max"),
     "true_divide": ("div",),
     "div.no_rounding_mode": ("div",),
@@ -238,6 +328,25 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# OpInfo entries whose samples may legitimately be integer/bool on the device (they do no arithmetic).
+_NON_FLOAT_OPINFO = frozenset(
+    {
+        "cat",
+        "stack",
+        "hstack",
+        "vstack",
+        "index_select",
+        "gather",
+        "where",
+        "masked_fill",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+    }
+)
+
+
 @cache
 def by_name() -> dict[str, OpSpec]:
     """Every registered overload name (``add.Tensor``, ``abs``) -> its spec."""
@@ -269,7 +378,3 @@ def opinfo_dtypes(opinfo_name: str) -> list[torch.dtype]:
     for packet in needs:
         common &= set(by_packet()[packet].dtypes)
     return sort_dtypes(common & set(FLOATS) if opinfo_name not in _NON_FLOAT_OPINFO else common)
-
-
-# OpInfo entries whose samples may legitimately be integer/bool on the device (they do no arithmetic).
-_NON_FLOAT_OPINFO = frozenset({"cat", "stack", "hstack", "vstack", "index_select", "gather", "where", "masked_fill"})

@@ -92,8 +92,10 @@ def _constant_plan(key, op, values: Values, out_specs, finish) -> Plan:
     result = Signature.of(op).invoke(op, empty)
     constants = [result] if isinstance(result, torch.Tensor) else list(result)
     operands = [Operand(o.name, o.dtype, (), role="out") for o in out_specs]
-    steps = [Step("fill.Scalar", (o.name,), (o.name,), {"value": c.reshape(-1)[0].item()}) for o, c in zip(
-        out_specs, constants, strict=True)]
+    steps = [
+        Step("fill.Scalar", (o.name,), (o.name,), {"value": c.reshape(-1)[0].item()})
+        for o, c in zip(out_specs, constants, strict=True)
+    ]
     rows = math.prod(out_specs[0].shape)
     flat = tuple(OutputSpec(o.name, (rows,), o.dtype) for o in out_specs)
     return Plan(key, row_program("fill", rows, operands, steps), (), flat, finish)
@@ -166,8 +168,11 @@ def build_layer_norm(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, va
     if bias is not None:
         steps.append(Step("add.Tensor", ("y", "b"), ("out",)))
     program = row_program("native_layer_norm", r, operands, steps)
-    flat = (OutputSpec("out", (r, k), out.dtype), OutputSpec("mean", (r, 1), mean.dtype),
-            OutputSpec("rstd", (r, 1), rstd.dtype))
+    flat = (
+        OutputSpec("out", (r, k), out.dtype),
+        OutputSpec("mean", (r, 1), mean.dtype),
+        OutputSpec("rstd", (r, 1), rstd.dtype),
+    )
     shapes = tuple(s.shape for s in specs)
     return Plan(key, program, tuple(getters), flat, _reshaped(shapes, returns_all))
 
