@@ -137,7 +137,7 @@ def _setup_list(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_explain(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="config file or directory")
+    parser.add_argument("configs", nargs=1, metavar="CONFIG", help="config file or directory")
     parser.add_argument("test_id", metavar="TEST_ID", help="node id, Class::method, or generic Class::test")
     parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
     parser.add_argument("--backend", help="MODULE[:FUNC] that registers the privateuse1 backend")

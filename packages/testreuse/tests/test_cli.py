@@ -1,0 +1,123 @@
+"""`testreuse validate | list | explain`: one-line errors, exit codes, and dry runs computed by the plugin."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import testreuse
+from testreuse.cli import ExitCode, main
+
+BACKENDS = Path(__file__).resolve().parent / "backends"
+EMBEDDED = Path(testreuse.__file__).resolve().parent / "upstream"
+
+CONFIG = """\
+# yaml-language-server: $schema=testreuse-config.schema.json
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_indexing.py
+      unlisted_test_mode: xfail
+      tests:
+        - names: [TestIndexing::test_take]
+          mode: skip
+          reason: take is not implemented on this device
+        - names: ["TestIndexing::test_index_.*"]
+          mode: mandatory_success
+  global:
+    supported_dtypes: [{name: float32}, {name: int64}]
+"""
+
+
+def digest(root: Path) -> str:
+    sha = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        sha.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            sha.update(path.read_bytes())
+    return sha.hexdigest()
+
+
+def test_validate_ok_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(CONFIG)
+    assert main(["validate", str(good)]) == ExitCode.OK
+    assert capsys.readouterr().out.startswith("ok: 1 config file(s), 1 upstream file(s), 2 rule placement(s)")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CONFIG.replace("test_take]", "test_taken]").replace("int64", "int65"))
+    assert main(["validate", str(bad)]) == ExitCode.INVALID_CONFIG
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {bad}:13:48: test_suite_config.global.supported_dtypes[1].name: 'int65' is not a torch dtype"
+    ]
+
+
+def test_usage_errors_and_help(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == ExitCode.USAGE
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == ExitCode.INVALID_CONFIG
+    assert (
+        capsys.readouterr().err.splitlines()[-1]
+        == f"error: {tmp_path / 'missing.yaml'}: no such config file or directory"
+    )
+    assert main(["--help"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "exit codes:" in out
+    assert all(f"{code.value}  {code.name.lower()}" in out for code in ExitCode)
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(BACKENDS), os.environ.get("PYTHONPATH")])))
+    return ["--backend", "fallback_backend:load", "--device", "fallbackdev"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "testreuse", *args], capture_output=True, text=True, check=False)
+
+
+def test_list_and_explain_on_the_embedded_tree(tmp_path: Path, cli_env: list[str]) -> None:
+    config = tmp_path / "device.yaml"
+    config.write_text(CONFIG)
+    before = digest(EMBEDDED)
+    listed = run_cli("list", str(config), *cli_env)
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split("\t") for line in listed.stdout.splitlines()]
+    modes = {nodeid.rsplit("::", 1)[1]: (mode, rule.rsplit(":", 2)[-2], reason) for nodeid, mode, rule, reason in rows}
+    assert modes["test_take_fallbackdev_float32"] == ("skip", "7", "take is not implemented on this device")
+    assert modes["test_index_select_fallbackdev_int64"] == ("mandatory_success", "10", "listed")
+    assert modes["test_put_fallbackdev_float32"] == ("xfail", "5", "not listed: unlisted_test_mode is xfail")
+    assert modes["test_put_fallbackdev_bool"] == (
+        "skip",
+        "13",
+        "dtype bool is not supported by the backend (supported_dtypes)",
+    )
+    assert all(nodeid.startswith("test/test_indexing.py::TestIndexingFALLBACKDEV::") for nodeid, *_ in rows)
+    only_skip = run_cli("list", str(config), "--mode", "skip", *cli_env)
+    assert {line.split("\t")[1] for line in only_skip.stdout.splitlines()} == {"skip"}
+
+    explained = run_cli("explain", str(config), "TestIndexingFALLBACKDEV::test_take_fallbackdev_float32", *cli_env)
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.splitlines() == [
+        "test/test_indexing.py::TestIndexingFALLBACKDEV::test_take_fallbackdev_float32",
+        "  generic: TestIndexing::test_take",
+        "  mode: skip",
+        f"  rule: {config}:7:11",
+        "  reason: take is not implemented on this device",
+        "  dtypes: float32",
+    ]
+    missing = run_cli("explain", str(config), "TestIndexing::test_nothing", *cli_env)
+    assert missing.returncode == ExitCode.NOT_FOUND
+    assert missing.stderr.splitlines()[0] == "error: no collected case matches 'TestIndexing::test_nothing'"
+    assert digest(EMBEDDED) == before
+
+
+def test_list_without_a_device_is_one_error_line(tmp_path: Path) -> None:
+    config = tmp_path / "device.yaml"
+    config.write_text(CONFIG)
+    done = run_cli("list", str(config), "--device", "nosuchdevice")
+    assert done.returncode == ExitCode.COLLECTION_FAILED
+    assert done.stderr.splitlines()[0].startswith("error: ")
+    assert "Traceback" not in done.stderr
