@@ -3,9 +3,10 @@
 testreuse must work on any privateuse1 backend, so its tests do not run against the reference device alone.
 This one is deliberately generic: a small C++ extension (``csrc/``) gives tensors real host-memory storage
 (two devices, a device guard, PrivateUse1 hooks) and implements only allocation, view and copy kernels
-(``empty.memory_format``, ``empty_strided``, ``as_strided``, ``view``, ``_reshape_alias``, ``resize_``,
-``set_``, ``_copy_from``, ``_copy_from_and_resize``, ``_local_scalar_dense``); every other operator runs
-through a boxed CPU fallback that copies the arguments to the CPU, runs the CPU kernel and copies results back.
+(``empty.memory_format``, ``empty_strided``, ``as_strided``, ``view``, ``_reshape_alias``, ``view_as_real``,
+``view_as_complex``, ``unfold``, ``resize_``, ``set_``, ``_copy_from``, ``_copy_from_and_resize``,
+``_local_scalar_dense``); every other operator runs through a boxed CPU fallback that copies the arguments to
+the CPU, runs the CPU kernel and copies results back. Random numbers therefore come from the CPU generator.
 
 The extension is compiled with ``torch.utils.cpp_extension.load`` on first use into
 ``$TORCH_EXTENSIONS_DIR`` (default ``~/.cache/torch_extensions``), once per machine and torch version; later
