@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import testreuse
 from testreuse.cli import ExitCode, main
 

@@ -37,8 +37,9 @@ def _location(file: str, node: yaml.Node) -> Location:
 
 def parse_yaml(text: str, file: str) -> MarkedDocument:
     """Parse one YAML document; syntax errors and duplicate keys raise ConfigError with positions."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         values: dict[Path, Location] = {}
         keys: dict[Path, Location] = {}
@@ -52,7 +53,8 @@ def parse_yaml(text: str, file: str) -> MarkedDocument:
     except yaml.YAMLError as exc:
         raise ConfigError([Problem(Location(file), "", f"invalid YAML: {exc}".splitlines()[0])]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if problems:
         raise ConfigError(problems)
     return MarkedDocument(file, data, values, keys)

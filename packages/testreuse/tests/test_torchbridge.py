@@ -1,0 +1,67 @@
+"""The torch internals testreuse relies on, checked directly: a torch upgrade that moves one fails here, loudly."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import torch
+from testreuse import torchbridge
+from torch.testing._internal import common_device_type as cdt
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_modules import module_db, modules
+from torch.testing._internal.common_utils import TestCase
+
+
+def test_set_test_configs_takes_the_three_knobs() -> None:
+    params = inspect.signature(cdt.PrivateUse1TestBase.set_test_configs).parameters
+    assert {"op_overrides", "op_allowlist", "test_exclusions"} <= set(params)
+    assert cdt.PYTORCH_TESTING_DEVICE_ONLY_FOR_KEY == torchbridge.ONLY_FOR_KEY
+
+
+def test_dtypes_if_narrows_an_opinfo_per_device() -> None:
+    op = copy.deepcopy(next(o for o in op_db if o.name == "add"))
+    op.dtypesIf["cpu"] = {torch.float16}
+    assert op.supported_dtypes("cpu") == {torch.float16}
+
+
+def test_tolerance_override_is_a_decorate_info() -> None:
+    (info,) = torchbridge._tolerance_overrides([torchbridge.Tolerance("TestX", "test_y", "add", "float32", 0.1, 0.2)])[
+        "add"
+    ]
+    assert info.is_active("TestX", "test_y", torchbridge.backend_name(), torch.float32, {})
+    decorated = info.decorators[0](lambda: None)
+    assert decorated.tolerance_overrides == {torch.float32: cdt.tol(atol=0.1, rtol=0.2)}
+
+
+def test_param_kwargs_record_is_read_from_instantiated_tests() -> None:
+    add = [o for o in op_db if o.name == "add"]
+    linear = [m for m in module_db if m.name == "nn.Linear"]
+
+    class TestProbe(TestCase):
+        @cdt.ops(add, allowed_dtypes=(torch.float32,))
+        def test_op(self, device, dtype, op):
+            pass
+
+        @cdt.dtypes(torch.int64)
+        def test_dtype(self, device, dtype):
+            pass
+
+        @modules(linear, allowed_dtypes=(torch.float64,))
+        def test_module(self, device, dtype, module_info, training):
+            pass
+
+        def test_plain(self, device):
+            pass
+
+    scope = {"TestProbe": TestProbe}
+    cdt.instantiate_device_type_tests(TestProbe, scope, only_for="cpu")
+    cls = scope["TestProbeCPU"]
+    found = {name: torchbridge.case_params(cls, name) for name in dir(cls) if name.startswith("test_")}
+    assert found["test_op_add_cpu_float32"].op.full_name == "add"
+    assert found["test_op_add_cpu_float32"].dtypes == ("float32",)
+    assert found["test_dtype_cpu_int64"].dtypes == ("int64",)
+    (module_case,) = [p for name, p in found.items() if name.startswith("test_module")][:1]
+    assert (module_case.module, module_case.dtypes) == ("nn.Linear", ("float64",))
+    assert {p.generic_class for p in found.values()} == {"TestProbe"}
+    assert found["test_plain_cpu"].generic_test == "test_plain"
