@@ -22,6 +22,7 @@ from ringsim.ops.registry import DEVICE, DTYPE_ORDER, OpSpec
 Builder = Callable[[OpSpec, torch._ops.OpOverload, Signature, list[Any], Any], Plan]
 
 _PLANS: dict[Any, Plan] = {}
+_INPLACE_CHECKED: set[Any] = set()
 
 
 def aligned(t: torch.Tensor) -> bool:
@@ -65,18 +66,22 @@ def functional_kernel(spec: OpSpec, op: torch._ops.OpOverload, build: Builder) -
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = sig.bind(args, kwargs)
-        _check_dtypes(sig.qualname, spec, values, sig)
+        plan = _plan(spec, op, sig, values, build, sig.qualname)
         values = [_prepare(v) for v in values]
-        return _plan(spec, op, sig, values, build).run(values, _device(values))
+        return plan.run(values, _device(values))
 
     return kernel
 
 
-def _plan(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], build: Builder) -> Plan:
+def _plan(
+    spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], build: Builder, called: str
+) -> Plan:
+    """The cached plan for this signature; a new signature is first checked against the registry's dtypes."""
     key = (sig.qualname, *map(key_of, values))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = build(spec, op, sig, values, key)
+        _check_dtypes(called, spec, values, sig)
+        plan = _PLANS[key] = build(spec, op, sig, [_prepare(v) for v in values], key)
     return plan
 
 
@@ -96,11 +101,11 @@ def inplace_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._o
 
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         values = sig.bind((self, *args), kwargs)
-        _check_dtypes(qualname, spec, values, sig)
-        _check_inplace(op, sig, values)
-        values = [_prepare(v) for v in values]
-        plan = _plan(spec, functional, sig, values, build)
-        _write(plan, values, self)
+        plan = _plan(spec, functional, sig, values, build, qualname)
+        if (qualname, plan.key) not in _INPLACE_CHECKED:
+            _check_inplace(op, sig, values)
+            _INPLACE_CHECKED.add((qualname, plan.key))
+        _write(plan, [_prepare(v) for v in values], self)
         return self
 
     return kernel
@@ -117,9 +122,8 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         named = dict(zip((p.name for p in out_sig.params), out_sig.bind(args, kwargs), strict=True))
         out = named.pop("out")
         values = [named[p.name] for p in sig.params if p.name in names]
-        _check_dtypes(qualname, spec, values, sig)
+        plan = _plan(spec, functional, sig, values, build, qualname)
         values = [_prepare(v) for v in values]
-        plan = _plan(spec, functional, sig, values, build)
         shape = plan.outputs[0].shape
         if tuple(out.shape) != shape:
             out.resize_(shape)
