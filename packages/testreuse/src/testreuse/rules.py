@@ -32,7 +32,6 @@ class Decision:
     rule: Location
     reason: str
     labels: tuple[str, ...] = ()
-    rule_order: int | None = None
 
 
 @functools.cache
@@ -91,7 +90,7 @@ def _edit_skip(rules: list[PlacedRule], case: Case) -> Decision | None:
         why = _dropped_by(edits, case)
         if why:
             reason = f"{why} by edits" + (f" ({placed.rule.reason})" if placed.rule.reason else "")
-            return Decision(Mode.skip, placed.location, reason, rule_order=placed.order)
+            return Decision(Mode.skip, placed.location, reason)
     return None
 
 
@@ -130,10 +129,10 @@ def decide(plan: Plan, file_plan: FilePlan, case: Case) -> Decision:
     labels = tuple(dict.fromkeys([*plan.labels, *(label for p in rules for label in p.rule.labels)]))
     for early in (_capability_skip(plan, case), _edit_skip(rules, case)):
         if early is not None:
-            return Decision(early.mode, early.rule, early.reason, labels, early.rule_order)
+            return Decision(early.mode, early.rule, early.reason, labels)
     if rules:
         winner = rules[-1].rule
         reason = winner.reason or "listed"
-        return Decision(winner.mode, rules[-1].location, reason, labels, rules[-1].order)
+        return Decision(winner.mode, rules[-1].location, reason, labels)
     mode = file_plan.unlisted_mode
     return Decision(mode, file_plan.unlisted_origin, f"not listed: unlisted_test_mode is {mode.value}", labels)

@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import time
+import unittest
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,7 @@ class UpstreamModule(pytest.Module):
     def _getobj(self) -> Any:
         try:
             return import_upstream(self.path)
-        except pytest.skip.Exception:
+        except (pytest.skip.Exception, unittest.SkipTest):
             raise
         except Exception as exc:
             raise self.CollectError(f"cannot import upstream file {self.path}: {type(exc).__name__}: {exc}") from exc
@@ -145,7 +146,7 @@ class TestreuseSession:
         deselected = []
         for item in items:
             module = item.getparent(pytest.Module)
-            if not isinstance(module, UpstreamModule) or getattr(item, "cls", None) is None:
+            if not isinstance(module, UpstreamModule):
                 continue
             file_plan = self.plan.files[module.path]
             record = self._record(item, module, file_plan)
@@ -168,7 +169,8 @@ class TestreuseSession:
         return deselected
 
     def _record(self, item: pytest.Item, module: UpstreamModule, file_plan: FilePlan) -> CaseRecord:
-        params = torchbridge.case_params(item.cls, item.name)
+        cls = getattr(item, "cls", None)
+        params = torchbridge.case_params(cls, item.name) if cls is not None else torchbridge.CaseParams("", item.name)
         op_name = getattr(params.op, "full_name", None)
         case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module)
         shapes = tuple(excluded_shapes(file_plan, case))
@@ -208,7 +210,9 @@ class TestreuseSession:
         ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         self._record_result(item, reports, death, time.monotonic() - started)
 
-    def _record_result(self, item: pytest.Item, reports: list[pytest.TestReport], death: Death | None, took: float):
+    def _record_result(
+        self, item: pytest.Item, reports: list[pytest.TestReport], death: Death | None, took: float
+    ) -> None:
         record = item.stash.get(CASE_KEY, None)
         outcome = _outcome(reports, death)
         if record is not None and outcome == "xpassed":

@@ -96,11 +96,11 @@ def _narrow_op_dtypes(capabilities: ResolvedCapabilities) -> None:
         if capabilities.ops is not None and op.full_name not in capabilities.ops:
             op.dtypesIf[name] = set()
             continue
-        declared = capabilities.op_dtypes(op.full_name)
-        own = set(op.dtypesIf.get(name, op.dtypes))
-        if declared is not None:
-            own = {getattr(torch, d) for d in declared} if capabilities.ops else own & _dtypes(declared)
-        op.dtypesIf[name] = own
+        explicit = capabilities.ops.get(op.full_name) if capabilities.ops is not None else None
+        if explicit is not None:
+            op.dtypesIf[name] = _dtypes(explicit)
+        elif capabilities.dtypes is not None:
+            op.dtypesIf[name] = set(op.dtypesIf.get(name, op.dtypes)) & _dtypes(capabilities.dtypes)
 
 
 def _dtypes(names: frozenset[str]) -> set[torch.dtype]:

@@ -1,0 +1,87 @@
+"""Which rule decides a case: plain functions over a loaded plan, tested without pytest runs or a device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from testreuse.loader import load_plan
+from testreuse.model import Mode
+from testreuse.rules import Case, decide, excluded_shapes
+
+CONFIG = """
+test_suite_config:
+  labels: [trunk]
+  files:
+    - path: ${TORCH_ROOT}/test/test_small.py
+      unlisted_test_mode: xfail_strict
+      tests:
+        - names: ["TestSmall::test_.*"]
+          mode: xfail
+          reason: regex
+        - names: [TestSmall::test_op]
+          mode: mandatory_success
+          labels: [nightly]
+          edits: {dtypes: {exclude: [{name: int64}]}, samples: {exclude: [{shape: [5, 5]}]}}
+        - names: [TestSmall::test_op]
+          only: {ops: [mul]}
+          mode: skip
+          reason: mul hangs
+        - names: ["TestSmall::test_fill"]
+          mode: xfail
+          reason: later regex-free rule
+  global:
+    supported_dtypes: [{name: float32}, {name: int64}]
+    supported_ops: [{name: add}, {name: mul}, {name: sub, dtypes: [{name: float16}]}]
+"""
+
+
+@pytest.fixture
+def decide_case(write, tmp_path: Path, torch_root: Path):
+    plan = load_plan([write(tmp_path / "c.yaml", CONFIG)], torch_root)
+    (file_plan,) = plan.files.values()
+
+    def run(case: Case):
+        return decide(plan, file_plan, case), excluded_shapes(file_plan, case)
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("case", "mode", "line", "reason"),
+    [
+        (Case("TestSmall", "test_plain"), Mode.xfail, 7, "regex"),
+        (Case("TestSmall", "test_fill", dtypes=("float32",)), Mode.xfail, 18, "later regex-free rule"),
+        (Case("TestSmall", "test_op", "add", ("float32",)), Mode.mandatory_success, 10, "listed"),
+        (Case("TestSmall", "test_op", "mul", ("float32",)), Mode.skip, 14, "mul hangs"),
+        (Case("TestSmall", "test_op", "add", ("int64",)), Mode.skip, 10, "dtype int64 excluded by edits"),
+        (
+            Case("TestSmall", "test_op", "sin", ("float32",)),
+            Mode.skip,
+            23,
+            "op sin is not in the backend's supported_ops",
+        ),
+        (
+            Case("TestSmall", "test_op", "sub", ("float32",)),
+            Mode.skip,
+            23,
+            "dtype float32 is not supported by the backend (supported_ops)",
+        ),
+        (
+            Case("TestSmall", "test_fill", dtypes=("bool",)),
+            Mode.skip,
+            22,
+            "dtype bool is not supported by the backend (supported_dtypes)",
+        ),
+        (Case("TestOther", "test_x"), Mode.xfail_strict, 5, "not listed: unlisted_test_mode is xfail_strict"),
+    ],
+)
+def test_decisions(decide_case, case: Case, mode: Mode, line: int, reason: str) -> None:
+    decision, _ = decide_case(case)
+    assert (decision.mode, decision.rule.line, decision.reason) == (mode, line, reason)
+
+
+def test_labels_and_shapes_come_from_every_matching_rule(decide_case) -> None:
+    decision, shapes = decide_case(Case("TestSmall", "test_op", "add", ("float32",)))
+    assert decision.labels == ("trunk", "nightly")
+    assert shapes == [(5, 5)]
