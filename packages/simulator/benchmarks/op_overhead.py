@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--shape", type=int, nargs=2, default=(32, 64))
     args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # both devices' host work on one thread: no thread-pool wake-ups in the figures
     ringsim.ops.register()
     x, y = torch.randn(*args.shape, dtype=torch.float16), torch.randn(*args.shape, dtype=torch.float16)
     rx, ry = x.to("ring"), y.to("ring")
