@@ -77,3 +77,9 @@ def test_no_host_fallback_leaves_the_destination_untouched() -> None:
 def test_host_tensor_mixed_in_is_refused() -> None:
     with pytest.raises(RuntimeError, match="same device"):
         torch.ops.aten.add.Tensor(ring(3), torch.ones(3))
+
+
+def test_a_row_too_long_for_one_scratchpad_is_refused_by_name() -> None:
+    x = torch.empty(1, 1 << 20, device=DEVICE)  # one softmax row of 4 MiB: more than a core's scratchpad
+    with pytest.raises(NotImplementedError, match=r"^ring: aten::_softmax: the operands of one row need more than"):
+        torch.softmax(x, -1)

@@ -95,7 +95,8 @@ def row_program(name: str, rows: int, operands: Sequence[Operand], steps: Sequen
     chunk = min(rows, (room // per_row // g) * g) if per_row else rows
     if room < 0 or chunk < 1:
         raise TooLargeError(
-            f"{name}: the operands of one row block need more than a core's {SCRATCHPAD}-byte scratchpad"
+            f"ring: aten::{name}: the operands of one row need more than a core's {SCRATCHPAD}-byte scratchpad "
+            "(rows are not split further on this device)"
         )
     cores = 1
     if not any(op.role == "out" for op in wholes):
