@@ -1,12 +1,23 @@
-"""Shared helpers: upstream-style files and configs written into temporary directories."""
+"""Shared helpers: upstream-style files and configs written into temporary directories.
+
+The fallback device is registered here, first thing in every test process: tests that import torch's test machinery
+in-process (config validation reads op_db) would otherwise make a later registration impossible in that process.
+"""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+BACKENDS = Path(__file__).resolve().parent / "backends"
+sys.path.insert(0, str(BACKENDS))
+import fallback_backend  # noqa: E402
+
+fallback_backend.load()
 
 pytest_plugins = ["pytester"]
 
