@@ -238,9 +238,12 @@ class TestreuseSession:
             report.longrepr = f"mandatory_success test skipped at runtime ({why}); rule {record.decision.rule}"
 
     def summary(self, terminal: Any) -> None:
+        """Only in processes that collected (an xdist controller has nothing to say)."""
+        if not self.modes:
+            return
         counts = ", ".join(f"{mode} {n}" for mode, n in sorted(self.modes.items()))
         terminal.write_sep("-", "testreuse")
-        terminal.write_line(f"cases by mode: {counts or 'none'}")
+        terminal.write_line(f"cases by mode: {counts}")
         for nodeid in self.promotions:
             terminal.write_line(f"promotion candidate (unexpected pass under xfail): {nodeid}")
 
