@@ -83,6 +83,15 @@ def test_non_contiguous_operands_are_copied_to_a_contiguous_layout_first() -> No
     assert torch.equal(d[1:].neg().cpu(), -x[1:])  # a view that does not start on a stick
 
 
+def test_a_permuted_operand_is_restickified_on_the_device_once_per_call() -> None:
+    x = torch.randn(16, 40)
+    d = x.to(DEVICE)
+    out, launched = reports(lambda: d.t() * 2)
+    assert len(launched) == 2
+    assert launched[0].name == "restickify"
+    assert torch.equal(out.cpu(), x.t() * 2)
+
+
 def test_repeat_calls_reuse_the_cached_plan() -> None:
     a = torch.randn(33).to(DEVICE)
     a.sin()

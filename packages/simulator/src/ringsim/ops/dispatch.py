@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ringsim.ops import errors
+from ringsim.ops import errors, layout
 from ringsim.ops.calls import Signature, key_of
 from ringsim.ops.plan import Plan
 from ringsim.ops.programs import STICK
@@ -39,7 +39,7 @@ def _prepare(value: Any) -> Any:
                 f"Expected all tensors to be on the same device, but found at least two devices, {DEVICE} and "
                 f"{value.device.type}"
             )
-        return value if aligned(value) else value.contiguous() if not value.is_contiguous() else value.clone()
+        return value if aligned(value) else layout.contiguous(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
         return [_prepare(v) for v in value]
     return value
@@ -66,8 +66,7 @@ def functional_kernel(spec: OpSpec, op: torch._ops.OpOverload, build: Builder) -
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = sig.bind(args, kwargs)
-        plan = _plan(spec, op, sig, values, build, sig.qualname)
-        values = [_prepare(v) for v in values]
+        plan, values = _plan(spec, op, sig, values, build, sig.qualname)
         return plan.run(values, _device(values))
 
     return kernel
@@ -75,14 +74,16 @@ def functional_kernel(spec: OpSpec, op: torch._ops.OpOverload, build: Builder) -
 
 def _plan(
     spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], build: Builder, called: str
-) -> Plan:
-    """The cached plan for this signature; a new signature is first checked against the registry's dtypes."""
+) -> tuple[Plan, list[Any]]:
+    """The cached plan for this signature and the prepared operands; a new signature is first checked."""
     key = (sig.qualname, *map(key_of, values))
     plan = _PLANS.get(key)
     if plan is None:
         _check_dtypes(called, spec, values, sig)
-        plan = _PLANS[key] = build(spec, op, sig, [_prepare(v) for v in values], key)
-    return plan
+        prepared = [_prepare(v) for v in values]
+        plan = _PLANS[key] = build(spec, op, sig, prepared, key)
+        return plan, prepared
+    return plan, [_prepare(v) for v in values]
 
 
 def _device(values: list[Any]) -> torch.device:
@@ -101,11 +102,11 @@ def inplace_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._o
 
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         values = sig.bind((self, *args), kwargs)
-        plan = _plan(spec, functional, sig, values, build, qualname)
+        plan, prepared = _plan(spec, functional, sig, values, build, qualname)
         if (qualname, plan.key) not in _INPLACE_CHECKED:
             _check_inplace(op, sig, values)
             _INPLACE_CHECKED.add((qualname, plan.key))
-        _write(plan, [_prepare(v) for v in values], self)
+        _write(plan, prepared, self)
         return self
 
     return kernel
@@ -122,8 +123,7 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         named = dict(zip((p.name for p in out_sig.params), out_sig.bind(args, kwargs), strict=True))
         out = named.pop("out")
         values = [named[p.name] for p in sig.params if p.name in names]
-        plan = _plan(spec, functional, sig, values, build, qualname)
-        values = [_prepare(v) for v in values]
+        plan, values = _plan(spec, functional, sig, values, build, qualname)
         shape = plan.outputs[0].shape
         if tuple(out.shape) != shape:
             out.resize_(shape)
