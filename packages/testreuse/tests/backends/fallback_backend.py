@@ -68,6 +68,31 @@ def _compile() -> ModuleType:
         )
 
 
+class _DeviceContext:
+    """``torch.fallbackdev.device(d)``: ``d`` is the current device inside the ``with`` block (storage moves use it)."""
+
+    def __init__(self, device: torch.device | str | int | None) -> None:
+        index = device if isinstance(device, int) or device is None else torch.device(device).index
+        self.index = -1 if index is None else index
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        module = getattr(torch, DEVICE_NAME)
+        self.previous = module.current_device()
+        if self.index >= 0:
+            module.set_device(self.index)
+
+    def __exit__(self, *exc_info: object) -> None:
+        getattr(torch, DEVICE_NAME).set_device(self.previous)
+
+
+def _add_python_api(extension: ModuleType) -> None:
+    """The parts of the device module that are Python objects; random ops draw from the CPU generator."""
+    extension.device = _DeviceContext
+    extension.get_rng_state = lambda device=DEVICE_NAME: torch.get_rng_state()
+    extension.set_rng_state = lambda new_state, device=DEVICE_NAME: torch.set_rng_state(new_state)
+
+
 def load() -> str:
     """Register the fallback device in this process (idempotent) and return its device name."""
     registered = torch._C._get_privateuse1_backend_name()
@@ -81,6 +106,7 @@ def load() -> str:
             "load the backend first or no test class is instantiated for it"
         )
     extension = _compile()
+    _add_python_api(extension)
     torch.utils.rename_privateuse1_backend(DEVICE_NAME)
     torch._register_device_module(DEVICE_NAME, extension)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)

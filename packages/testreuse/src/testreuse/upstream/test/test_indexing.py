@@ -1,7 +1,6 @@
 # Owner(s): ["module: advanced indexing"]
 # ruff: noqa: PT009, PT027 - upstream's unittest idioms (assertEqual, assertRaises) are the point of this tree
 
-import numpy as np
 import torch
 from torch.testing import make_tensor
 from torch.testing._internal.common_device_type import (
@@ -31,7 +30,7 @@ class TestIndexing(TestCase):
         cols = torch.tensor([1, 3, 0], device=device)
         self.assertEqual(x[rows], x.cpu()[rows.cpu()], exact_device=False)
         self.assertEqual(x[rows, cols], x.cpu()[rows.cpu(), cols.cpu()], exact_device=False)
-        self.assertEqual(x[:, cols], torch.from_numpy(x.cpu().numpy()[:, cols.cpu().numpy()]), exact_device=False)
+        self.assertEqual(x[:, cols], x.cpu()[:, cols.cpu()], exact_device=False)
 
     @dtypes(*_all_dtypes)
     def test_bool_indices(self, device, dtype):
@@ -44,7 +43,7 @@ class TestIndexing(TestCase):
     def test_byte_mask(self, device, dtype):
         x = make_tensor((4, 3), device=device, dtype=dtype)
         mask = torch.tensor([1, 0, 1, 1], dtype=torch.uint8, device=device)
-        with self.assertRaisesRegex(IndexError, "must match"):
+        with self.assertRaisesRegex(IndexError, "shape of the mask"):
             x[mask[:3]]
         self.assertEqual(x[mask.bool()].shape, (3, 3))
 
@@ -94,14 +93,14 @@ class TestIndexing(TestCase):
     def test_index_select(self, device, dtype):
         x = make_tensor((4, 5), device=device, dtype=dtype)
         index = torch.tensor([3, 0, 3], device=device)
-        expected = torch.from_numpy(np.take(x.cpu().numpy(), index.cpu().numpy(), axis=1))
+        expected = torch.index_select(x.cpu(), 1, index.cpu())
         self.assertEqual(torch.index_select(x, 1, index), expected, exact_device=False)
 
     @dtypes(*_all_dtypes)
     def test_take(self, device, dtype):
         x = make_tensor((3, 4), device=device, dtype=dtype)
         index = torch.tensor([[0, 11], [5, 3]], device=device)
-        expected = torch.from_numpy(np.take(x.cpu().numpy(), index.cpu().numpy()))
+        expected = x.cpu().flatten()[index.cpu()]
         self.assertEqual(torch.take(x, index), expected, exact_device=False)
 
     @dtypes(*all_types_and(torch.half, torch.bool))
