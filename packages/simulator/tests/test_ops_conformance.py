@@ -7,11 +7,8 @@ differently from CPU, but never by more than it promises.
 from __future__ import annotations
 
 import pytest
-import ringsim.ops
 from ringsim.ops import conformance
 from ringsim.ops.registry import OPINFO_NEEDS
-
-ringsim.ops.register()
 
 
 @pytest.fixture(scope="module")

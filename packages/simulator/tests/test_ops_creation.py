@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import ringsim.ops
 import torch
-
-ringsim.ops.register()
 
 DEVICE = "ring"
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-import ringsim.ops
 import torch
-
-ringsim.ops.register()
 
 DEVICE = "ring"
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import ringsim.ops
 import torch
 from ringsim import profiling
 from ringsim.ops import dispatch
-
-ringsim.ops.register()
 
 DEVICE = "ring"
 

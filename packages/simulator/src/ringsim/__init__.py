@@ -9,4 +9,8 @@ from ringsim.backend import autoload as _autoload
 
 _autoload()
 
+from ringsim.capabilities import capabilities  # noqa: E402
+from ringsim.profiling import profile, reset_stats, stats  # noqa: E402
+
 __version__ = _version("tributary-simulator")
+__all__ = ["capabilities", "profile", "reset_stats", "stats"]

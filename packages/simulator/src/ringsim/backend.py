@@ -24,4 +24,7 @@ def autoload() -> None:
 
     torch._register_device_module(BACKEND_NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    from ringsim.ops import register
+
+    register()  # the compute kernels, and the one-line error for every op the device does not run
     _registered = True
