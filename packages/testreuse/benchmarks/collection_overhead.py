@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", help="MODULE[:FUNC] registering the privateuse1 backend (else: autoload)")
     parser.add_argument("--pythonpath", type=Path, help="folder to put on PYTHONPATH for --backend")
     parser.add_argument("--configs", nargs="*", default=[], help="device configs for the per-mode case counts")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=2, help="timed runs per side; 0 skips timing")
     args = parser.parse_args(argv)
 
     root = args.torch_root.resolve()
@@ -82,16 +82,17 @@ def main(argv: list[str] | None = None) -> int:
         # The plugin instantiates only the device under test; so does the baseline, through torch's own switch.
         env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
         timings: dict[str, list[float]] = {"plain": [], "plugin": []}
-        _pytest(plain, env, work)
-        _pytest(plugin, env, work)
-        for _ in range(args.repeat):
-            timings["plain"].append(_pytest(plain, env, work))
-            timings["plugin"].append(_pytest(plugin, env, work))
-        plain_s, plugin_s = min(timings["plain"]), min(timings["plugin"])
         print(f"files: {len(files)} under {root}")
-        print(f"plain pytest --collect-only:   {plain_s:7.2f} s (min of {args.repeat})")
-        print(f"with testreuse (keep all):     {plugin_s:7.2f} s (min of {args.repeat})")
-        print(f"ratio plugin/plain:            {plugin_s / plain_s:7.3f} (goal <= 1.2)")
+        if args.repeat > 0:
+            _pytest(plain, env, work)
+            _pytest(plugin, env, work)
+            for _ in range(args.repeat):
+                timings["plain"].append(_pytest(plain, env, work))
+                timings["plugin"].append(_pytest(plugin, env, work))
+            plain_s, plugin_s = min(timings["plain"]), min(timings["plugin"])
+            print(f"plain pytest --collect-only:   {plain_s:7.2f} s (min of {args.repeat})")
+            print(f"with testreuse (keep all):     {plugin_s:7.2f} s (min of {args.repeat})")
+            print(f"ratio plugin/plain:            {plugin_s / plain_s:7.3f} (goal <= 1.2)")
         if args.configs:
             plan = work / "plan.jsonl"
             configs = [a for c in args.configs for a in ("--testreuse-config", str(Path(c).resolve()))]

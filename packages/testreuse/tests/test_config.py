@@ -118,6 +118,24 @@ def test_paths_expand_torch_root_and_globs(write, tmp_path: Path, torch_root: Pa
         assert message in problem
 
 
+def test_a_globbed_entry_checks_names_against_every_file_it_matched(write, tmp_path: Path, torch_root: Path) -> None:
+    write(torch_root / "test" / "test_other.py", "class TestOther:\n    def test_x(self): pass\n")
+    cfg = write(
+        tmp_path / "c.yaml",
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_*.py
+              tests:
+                - {names: ["TestOther::.*", TestSmall::test_fill], mode: mandatory_success}
+                - {names: ["TestSmall::.*"], mode: xfail, reason: r}
+        """,
+    )
+    plan = load_plan([cfg], torch_root)
+    assert check_plan(plan) == []
+    assert {p.order for f in plan.files.values() for p in f.rules} == {0, 1}
+
+
 def test_default_unlisted_mode_is_the_documented_one(write, tmp_path: Path, torch_root: Path) -> None:
     cfg = write(tmp_path / "c.yaml", "test_suite_config:\n  files: [{path: '${TORCH_ROOT}/test/test_small.py'}]\n")
     (plan,) = load_plan([cfg], torch_root).files.values()

@@ -164,7 +164,7 @@ def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path) -> Pla
                     rule_path = (*base, "tests", rule_index)
                     order_of_rule = order + rule_index
                     plan.rules.append(PlacedRule(rule, doc.locate(rule_path), order_of_rule, doc, rule_path))
-                order += len(entry.tests)
+            order += len(entry.tests)
     capabilities = None
     try:
         capabilities = resolve_capabilities(capability_layers)
