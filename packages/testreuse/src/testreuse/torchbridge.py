@@ -1,7 +1,7 @@
 """Every contact with torch's test internals, in one place, so a torch upgrade that moves them fails here loudly.
 
 What is used, and why it is the least invasive choice:
-- `PrivateUse1TestBase.setUpClass()` once before upstream files import: consistent class names (`TestFooRING`, not
+- `PrivateUse1TestBase.setUpClass()` once before upstream files import: consistent class names (`TestFoo<DEVICE>`, not
   `TestFooPRIVATEUSE1` for the first class) and `dtypesIfPRIVATEUSE1` honoured for the first test too.
 - `OpInfo.dtypesIf[<backend>]`: torch's own per-device dtype table; narrowing it makes `@ops` generate only the
   cases the backend can run.
