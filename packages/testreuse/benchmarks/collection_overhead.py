@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ test_suite_config:
 """
 
 
-def _pytest(args: list[str], env: dict[str, str], cwd: Path) -> float:
+def _pytest(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int]:
+    """Wall time of one collect-only process, and how many cases it collected."""
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
@@ -43,7 +45,8 @@ def _pytest(args: list[str], env: dict[str, str], cwd: Path) -> float:
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
         raise SystemExit("error: collection failed: " + " | ".join(tail))
-    return took
+    counted = re.search(r"(\d+) tests? collected", done.stdout)
+    return took, int(counted.group(1)) if counted else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,16 +85,18 @@ def main(argv: list[str] | None = None) -> int:
         # The plugin instantiates only the device under test; so does the baseline, through torch's own switch.
         env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
         timings: dict[str, list[float]] = {"plain": [], "plugin": []}
+        counts: dict[str, int] = {}
         print(f"files: {len(files)} under {root}")
         if args.repeat > 0:
             _pytest(plain, env, work)
             _pytest(plugin, env, work)
             for _ in range(args.repeat):
-                timings["plain"].append(_pytest(plain, env, work))
-                timings["plugin"].append(_pytest(plugin, env, work))
+                for side, argv_side in (("plain", plain), ("plugin", plugin)):
+                    took, counts[side] = _pytest(argv_side, env, work)
+                    timings[side].append(took)
             plain_s, plugin_s = min(timings["plain"]), min(timings["plugin"])
-            print(f"plain pytest --collect-only:   {plain_s:7.2f} s (min of {args.repeat})")
-            print(f"with testreuse (keep all):     {plugin_s:7.2f} s (min of {args.repeat})")
+            print(f"plain pytest --collect-only:   {plain_s:7.2f} s (min of {args.repeat}), {counts['plain']} cases")
+            print(f"with testreuse (keep all):     {plugin_s:7.2f} s (min of {args.repeat}), {counts['plugin']} cases")
             print(f"ratio plugin/plain:            {plugin_s / plain_s:7.3f} (goal <= 1.2)")
         if args.configs:
             plan = work / "plan.jsonl"
