@@ -69,6 +69,24 @@ def tests(session: nox.Session, target: str) -> None:
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
 
 
+@nox.session(python=PYTHON, requires=["build"])
+def bench(session: nox.Session) -> None:
+    """Benchmarks that print ratios against a baseline measured in the same run (simulator, test reuse)."""
+    try:
+        wheels = verified_wheels(
+            DIST, workspace_closure(MEMBERS, "tributary-simulator") + workspace_closure(MEMBERS, "tributary-testreuse")
+        )
+    except BuildError as exc:
+        session.error(str(exc))
+    _install_locked(session, *(str(w) for w in wheels))
+    for script in ("sim_sanity.py", "op_overhead.py", "opinfo_sweep.py"):
+        session.run("python", str(ROOT / "packages/simulator/benchmarks" / script))
+    session.run(
+        "python", str(ROOT / "packages/testreuse/benchmarks/collection_overhead.py"),
+        "--configs", *sorted(str(p) for p in (ROOT / "configs").glob("*.yaml")),
+    )  # fmt: skip
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (check and format); actionlint and zizmor on workflows/; shellcheck on the shell scripts.
