@@ -69,6 +69,7 @@ def build_members(
     previous = read_manifest(dist)
     records = {w.distribution: w for w in previous.wheels} if previous else {}
     for member in stale:
+        fingerprint = source_sha256(member)  # taken before building, so an edit made meanwhile leaves it stale
         for old in dist.glob(f"{member.wheel_stem}-*.whl"):
             old.unlink()
         command = ["uv", "build", "--package", member.distribution, "--wheel", "--out-dir", str(dist)]
@@ -81,7 +82,7 @@ def build_members(
             version=member.version,
             file=wheel.name,
             sha256=file_sha256(wheel),
-            source_sha256=source_sha256(member),
+            source_sha256=fingerprint,
         )
     manifest = Manifest(
         git_sha=git_sha(root),

@@ -90,6 +90,29 @@ def _ew(aten: str, *overloads: str, tol: Tolerance = Tolerance.ROUNDED, dtypes=F
 _T = Tolerance.TRANSCENDENTAL
 _E = Tolerance.EXACT
 
+
+# Transcendental functions: fp32 library functions, then one rounding; each is also the OpInfo entry of its name.
+TRANSCENDENTAL = (
+    "exp",
+    "exp2",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "erf",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+)
+
 SPECS: tuple[OpSpec, ...] = (
     # binary arithmetic: one fp32 operation, one rounding
     _ew("add", "Tensor", "Scalar"),
@@ -121,29 +144,7 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("clamp_min", "default", "Tensor", tol=_E),
     _ew("clamp_max", "default", "Tensor", tol=_E),
     # transcendental: fp32 library functions, then one rounding
-    *(
-        _ew(name, tol=_T)
-        for name in (
-            "exp",
-            "exp2",
-            "expm1",
-            "log",
-            "log2",
-            "log10",
-            "log1p",
-            "sin",
-            "cos",
-            "tan",
-            "tanh",
-            "sigmoid",
-            "erf",
-            "asin",
-            "acos",
-            "atan",
-            "sinh",
-            "cosh",
-        )
-    ),
+    *(_ew(name, tol=_T) for name in TRANSCENDENTAL),
     # ternary
     _ew("addcmul", tol=Tolerance.FUSED),
     _ew("addcdiv", tol=Tolerance.FUSED),
@@ -230,24 +231,7 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
             "rsqrt",
             "clamp_min",
             "clamp_max",
-            "exp",
-            "exp2",
-            "expm1",
-            "log",
-            "log2",
-            "log10",
-            "log1p",
-            "sin",
-            "cos",
-            "tan",
-            "tanh",
-            "sigmoid",
-            "erf",
-            "asin",
-            "acos",
-            "atan",
-            "sinh",
-            "cosh",
+            *TRANSCENDENTAL,
             "addcmul",
             "addcdiv",
             "lerp",
