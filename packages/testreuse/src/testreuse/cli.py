@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return exc.code
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, ImportError) as exc:  # ImportError: an environment missing torch's test deps
         if args.debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
