@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import time
 import unittest
 from collections import Counter
@@ -89,7 +88,10 @@ class TestreuseSession:
         self.results = ResultsFile(Path(option.testreuse_results)) if option.testreuse_results else None
         self.plan_out = Path(option.testreuse_plan) if option.testreuse_plan else None
         self.prepared = False
-        self.worker = os.environ.get("PYTEST_XDIST_WORKER")
+        # xdist's own record of this process's role: the environment variable is also inherited by a pytest
+        # started from inside a worker, which is not itself a worker.
+        workerinput = getattr(config, "workerinput", None)
+        self.worker: str | None = workerinput["workerid"] if workerinput else None
         self.modes: Counter[str] = Counter()
         self.promotions: list[str] = []
         self.deselected: list[CaseRecord] = []
