@@ -21,7 +21,7 @@ def sweep(cases: list[conformance.Case], device: str) -> float:
     start = time.perf_counter()
     for case in cases:
         result = conformance.run(case, conformance.to_device(case.sample, device))
-        for tensor in conformance._tensors(result):
+        for tensor in conformance.tensors(result):
             tensor.cpu()
     return time.perf_counter() - start
 
@@ -30,8 +30,8 @@ def test_style(names: list[str], samples: int, device: str) -> float:
     """Per OpInfo entry and dtype: make the samples, run on `device`, compare with CPU eager (as test_ops does)."""
     start = time.perf_counter()
     for case in conformance.cases(names, samples=samples):
-        actual = conformance._tensors(conformance.run(case, conformance.to_device(case.sample, device)))
-        expected = conformance._tensors(conformance.run(case, case.sample))
+        actual = conformance.tensors(conformance.run(case, conformance.to_device(case.sample, device)))
+        expected = conformance.tensors(conformance.run(case, case.sample))
         for a, e in zip(actual, expected, strict=True):
             torch.testing.assert_close(a.cpu(), e, atol=1.0, rtol=1.0, equal_nan=True, check_dtype=False)
     return time.perf_counter() - start

@@ -74,11 +74,12 @@ def tolerance(name: str) -> Tolerance:
     return max((by_packet()[p].tolerance for p in OPINFO_NEEDS[name]), key=_ORDER.index)
 
 
-def _tensors(result: Any) -> list[torch.Tensor]:
+def tensors(result: Any) -> list[torch.Tensor]:
+    """The tensors in an op's result, flattened, so callers compare or move every output alike."""
     if isinstance(result, torch.Tensor):
         return [result]
     if isinstance(result, (tuple, list)):
-        return [t for item in result for t in _tensors(item)]
+        return [t for item in result for t in tensors(item)]
     return []
 
 
@@ -93,8 +94,8 @@ def reduction_length(case: Case, output: torch.Tensor) -> int:
 
 def check(case: Case) -> str | None:
     """Run the case on the device; None when every output is within the documented bound, else why not."""
-    actual = _tensors(run(case, to_device(case.sample, DEVICE)))
-    reference = _tensors(run(case, to_reference(case.sample)))
+    actual = tensors(run(case, to_device(case.sample, DEVICE)))
+    reference = tensors(run(case, to_reference(case.sample)))
     if len(actual) != len(reference):
         return f"{len(actual)} outputs, reference has {len(reference)}"
     for i, (a, r) in enumerate(zip(actual, reference, strict=True)):
@@ -125,7 +126,7 @@ def check(case: Case) -> str | None:
 def _term_scale(case: Case, reference: torch.Tensor) -> float:
     """For fused bounds: the magnitude of the term added to self (the op evaluated with self = 0) or the result."""
     sample = to_reference(case.sample)
-    term = _tensors(case.opinfo(torch.zeros_like(sample.input), *sample.args, **sample.kwargs))[0]
+    term = tensors(case.opinfo(torch.zeros_like(sample.input), *sample.args, **sample.kwargs))[0]
     finite = torch.cat([term.abs().reshape(-1), reference.abs().reshape(-1)])
     finite = finite[torch.isfinite(finite)]
     return max(1.0, float(finite.max())) if finite.numel() else 1.0
@@ -133,5 +134,5 @@ def _term_scale(case: Case, reference: torch.Tensor) -> float:
 
 def _input_scale(case: Case) -> float:
     """For matmul bounds: the product of the operands' largest magnitudes (at least 1)."""
-    mags = [t.abs().max().item() for t in _tensors([case.sample.input, *case.sample.args]) if t.numel()]
+    mags = [t.abs().max().item() for t in tensors([case.sample.input, *case.sample.args]) if t.numel()]
     return max(1.0, math.prod(mags[-2:]) if len(mags) >= 2 else 1.0)
