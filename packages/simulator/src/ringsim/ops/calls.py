@@ -6,6 +6,7 @@ share one program: same shapes, dtypes and non-tensor arguments.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,10 +64,17 @@ def key_of(value: Any) -> Any:
     """What of an argument decides the program: tensors by shape/dtype/device, other values as themselves."""
     if isinstance(value, torch.Tensor):
         if value.device.type == "cpu" and value.dim() == 0:
-            return ("cpu_scalar", value.dtype, value.item())
+            return ("cpu_scalar", value.dtype, key_of(value.item()))
         return (value.device.type, value.dtype, tuple(value.shape))
     if isinstance(value, (list, tuple)):
         return tuple(key_of(v) for v in value)
-    if isinstance(value, float) and value != value:
-        return "nan"
+    if isinstance(value, float):
+        return _float_key(value)
+    if isinstance(value, complex):
+        return ("complex", _float_key(value.real), _float_key(value.imag))
     return (type(value).__name__, value)
+
+
+def _float_key(value: float) -> Any:
+    """Floats by bits, not equality: 0.0 == -0.0 would share a program baked with the wrong sign; any NaN is one."""
+    return "nan" if math.isnan(value) else ("float", value.hex())

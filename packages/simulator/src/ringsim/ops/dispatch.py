@@ -3,11 +3,13 @@
 The wrapper checks dtypes against the registry (the clear error), makes device operands contiguous and stick
 aligned (through the device copy kernel), finds or builds the plan for the call's signature and runs it. In-place
 and ``out=`` overloads run their functional overload's plan and write the result into the destination, directly when
-the destination already has the result's layout.
+the destination already has the result's layout; a destination sharing memory with an input is refused where CPU
+refuses it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,14 +17,16 @@ import torch
 
 from ringsim.ops import errors, layout
 from ringsim.ops.calls import Signature, key_of
+from ringsim.ops.elementwise import meta_args
 from ringsim.ops.plan import Plan
 from ringsim.ops.programs import STICK
-from ringsim.ops.registry import DEVICE, DTYPE_ORDER, OpSpec
+from ringsim.ops.registry import DEVICE, DTYPE_ORDER, Kind, OpSpec
 
 Builder = Callable[[OpSpec, torch._ops.OpOverload, Signature, list[Any], Any], Plan]
 
 _PLANS: dict[Any, Plan] = {}
 _INPLACE_CHECKED: set[Any] = set()
+_RESULT_SHAPES: dict[Any, tuple[tuple[int, ...], ...]] = {}
 
 
 def aligned(t: torch.Tensor) -> bool:
@@ -103,34 +107,107 @@ def inplace_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._o
     def kernel(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         values = sig.bind((self, *args), kwargs)
         plan, prepared = _plan(spec, functional, sig, values, build, qualname)
+        direct = _check_overlap(spec, self, values[1:])
         if (qualname, plan.key) not in _INPLACE_CHECKED:
             _check_inplace(op, sig, values)
             _INPLACE_CHECKED.add((qualname, plan.key))
-        _write(plan, prepared, self)
+        _write(plan, prepared, [self], _result_shapes(plan, functional, sig, values), direct=direct)
         return self
 
     return kernel
 
 
 def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.OpOverload, build: Builder):
-    """``add.out``: the functional plan, resizing ``out`` as torch does and writing into it."""
+    """``add.out`` (or ``max.dim_max``): the functional plan, resizing each out as torch does and writing into it."""
     sig = Signature.of(functional)
     out_sig = Signature.of(op)
     qualname = out_sig.qualname
-    names = {p.name for p in sig.params}
+    out_names = [a.name for a in op._schema.arguments if a.is_out]
 
-    def kernel(*args: Any, **kwargs: Any) -> torch.Tensor:
+    def kernel(*args: Any, **kwargs: Any) -> torch.Tensor | tuple[torch.Tensor, ...]:
         named = dict(zip((p.name for p in out_sig.params), out_sig.bind(args, kwargs), strict=True))
-        out = named.pop("out")
-        values = [named[p.name] for p in sig.params if p.name in names]
-        plan, values = _plan(spec, functional, sig, values, build, qualname)
-        shape = plan.outputs[0].shape
-        if tuple(out.shape) != shape:
-            out.resize_(shape)
-        _write(plan, values, out)
-        return out
+        outs = [named[name] for name in out_names]
+        values = [named[p.name] for p in sig.params]
+        plan, prepared = _plan(spec, functional, sig, values, build, qualname)
+        direct = all([_check_overlap(spec, out, values) for out in outs])  # a list: every out is checked
+        shapes = _result_shapes(plan, functional, sig, values)
+        for out, shape in zip(outs, shapes, strict=True):
+            if tuple(out.shape) != shape:
+                out.resize_(shape)
+        _write(plan, prepared, outs, shapes, direct=direct)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
     return kernel
+
+
+def _result_shapes(
+    plan: Plan, functional: torch._ops.OpOverload, sig: Signature, values: list[Any]
+) -> tuple[tuple[int, ...], ...]:
+    """The op's output shapes, from its meta kernel once per plan: a plan's buffers may be flattened rows."""
+    shapes = _RESULT_SHAPES.get(plan.key)
+    if shapes is None:
+        result = sig.invoke(functional, meta_args(values))
+        results = [result] if isinstance(result, torch.Tensor) else list(result)
+        shapes = _RESULT_SHAPES[plan.key] = tuple(tuple(r.shape) for r in results)
+    return shapes
+
+
+# The kinds whose CPU kernels (TensorIterator, cat, index_select, gather) refuse an input overlapping the output.
+_CPU_REFUSES_OVERLAP = (Kind.ELEMENTWISE, Kind.DATA_MOVEMENT)
+# These refuse any overlap (assert_no_overlap), not only a partial one.
+_NO_OVERLAP = frozenset({"cat", "index_select", "gather"})
+_OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+
+
+def _check_overlap(spec: OpSpec, dest: torch.Tensor, values: list[Any]) -> bool:
+    """Raise CPU's error where CPU refuses an input overlapping `dest`; False when `dest` must not be written directly.
+
+    Live allocations (device memory is host memory) never share addresses, so byte ranges alone find the tensors
+    that share memory with `dest`, on any device; only those get torch's full test.
+    """
+    start = dest.data_ptr()
+    end = start + dest.nbytes
+    direct = True
+    for value in values:
+        for t in value if isinstance(value, list) else (value,):
+            if isinstance(t, torch.Tensor):
+                begin = t.data_ptr()
+                if begin < end and start < begin + t.nbytes:
+                    direct &= _shared(spec, dest, t)
+    return direct
+
+
+def _shared(spec: OpSpec, dest: torch.Tensor, t: torch.Tensor) -> bool:
+    """An input within `dest`'s byte range: torch's get_overlap_status decides, CPU's rule for the kind applies.
+
+    Full overlap (same memory, same strides) is allowed, a partial one refused, where CPU refuses; a non-dense
+    operand is too hard for torch, which lets it pass (kernels read it through a contiguous copy, and a non-dense
+    dest is written by a copy). Where CPU does not refuse (reductions, matmul, softmax), the result is computed
+    whole before it is written, so no core reads an input another core has already overwritten.
+    """
+    if dest.numel() == 0 or t.numel() == 0 or not (_dense(dest) and _dense(t)):
+        return True
+    full = dest.data_ptr() == t.data_ptr() and dest.nbytes == t.nbytes and dest.stride() == t.stride()
+    if spec.kind in _CPU_REFUSES_OVERLAP:
+        if not full or spec.aten in _NO_OVERLAP:
+            raise RuntimeError(_OVERLAP_MESSAGE)
+        return True
+    return False
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense (a permutation of a contiguous layout), as torch decides it."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride(), strict=True) if n > 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _check_inplace(op: torch._ops.OpOverload, sig: Signature, values: list[Any]) -> None:
@@ -144,10 +221,16 @@ def _check_inplace(op: torch._ops.OpOverload, sig: Signature, values: list[Any])
     sig.invoke(op, meta)
 
 
-def _write(plan: Plan, values: list[Any], dest: torch.Tensor) -> None:
-    spec = plan.outputs[0]
-    if len(plan.outputs) == 1 and dest.dtype == spec.dtype and aligned(dest) and tuple(dest.shape) == spec.shape:
-        plan.run(values, dest.device, into=[dest])
-    else:
-        result = plan.run(values, dest.device)
-        dest.copy_(result if isinstance(result, torch.Tensor) else result[0])
+def _write(
+    plan: Plan, values: list[Any], dests: list[torch.Tensor], shapes: tuple[tuple[int, ...], ...], *, direct: bool
+) -> None:
+    """Run the plan into the destinations: directly where one has the result's layout, else through a copy."""
+    into: list[torch.Tensor | None] = [None] * len(dests)
+    for i, (dest, spec, shape) in enumerate(zip(dests, plan.outputs, shapes, strict=False)):
+        fits = dest.dtype == spec.dtype and tuple(dest.shape) == shape and math.prod(spec.shape) == dest.numel()
+        if direct and len(dests) == len(plan.outputs) and fits and aligned(dest):
+            into[i] = dest.view(spec.shape)
+    result = plan.run(values, dests[0].device, into=into)
+    for dest, r in zip(dests, [result] if isinstance(result, torch.Tensor) else result, strict=True):
+        if r.data_ptr() != dest.data_ptr() or r.shape != dest.shape or r.stride() != dest.stride():
+            dest.copy_(r)  # not written in place (or written in the plan's row order, which finish permuted)

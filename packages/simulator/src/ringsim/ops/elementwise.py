@@ -43,7 +43,11 @@ def scalar(value: Any) -> Any:
 
 
 def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any], bool]:
-    """Device tensors leading the schema become the compute's input tiles; everything else its attrs."""
+    """Device tensors leading the schema become the compute's input tiles; everything else its attrs.
+
+    The flag says the call's overload cannot take those attrs as they are (a host tensor became a number, an unset
+    optional was left out), so the compute names the op packet and torch picks the overload.
+    """
     positional: list[int] = []
     attrs: dict[str, Any] = {}
     substituted = False
@@ -56,6 +60,10 @@ def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any
         elif value is not None or param.has_default:
             attrs[param.name] = scalar(value)
             substituted |= isinstance(value, torch.Tensor)
+        else:
+            # An unset optional without a default (div.Tensor_mode's rounding_mode): programs omit None attrs, and
+            # the overload requires the argument, so the packet resolves the overload that lacks it (div.Tensor).
+            substituted = True
     return positional, attrs, substituted
 
 
