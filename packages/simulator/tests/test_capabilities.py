@@ -22,7 +22,10 @@ def test_shape_matches_the_test_framework_global_section() -> None:
         assert op["dtypes"]
         assert all(set(d) == {"name"} for d in op["dtypes"])
     add = next(op for op in data["supported_ops"] if op["name"] == "add")
-    assert [d["name"] for d in add["dtypes"]] == ["float16", "bfloat16", "float32"]
+    names = [d["name"] for d in add["dtypes"]]
+    assert names == ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32"]
+    exp = next(op for op in data["supported_ops"] if op["name"] == "exp")
+    assert [d["name"] for d in exp["dtypes"]] == ["float16", "bfloat16", "float32"]
 
 
 def test_exports_every_registry_op_and_opinfo_entry() -> None:

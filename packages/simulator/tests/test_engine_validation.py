@@ -151,7 +151,7 @@ def test_ring_cycle_that_can_never_start_is_a_deadlock() -> None:
             ),
             "unknown fn 'no_such_fn'",
         ),
-        (lambda d: d["cores"][0]["tiles"]["a"].update(dtype="float64"), "'float64' is not a device dtype"),
+        (lambda d: d["cores"][0]["tiles"]["a"].update(dtype="complex128"), "'complex128' is not a device dtype"),
         (lambda d: d["buffers"]["x"].update(dtype="complex64"), "'complex64' is not a device dtype"),
     ],
     ids=["op", "tile", "buffer", "fn", "tile-dtype", "buffer-dtype"],

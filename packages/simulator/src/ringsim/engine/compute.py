@@ -50,8 +50,34 @@ def _cast(source: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tenso
     return source if dtype is None else source.to(dtype)
 
 
-#: The engine's own functions; `copy` keeps the dtype, `cast` rounds to the output tile's dtype.
-ENGINE_FNS: Mapping[str, ComputeFn] = {"copy": _copy, "cast": _cast}
+def _spread(indices: Sequence[torch.Tensor], positions: Sequence[int]) -> list[torch.Tensor | None]:
+    full: list[torch.Tensor | None] = [None] * (max(positions) + 1)
+    for position, index in zip(positions, indices, strict=True):
+        full[position] = index
+    return full
+
+
+def _index_gather(source: torch.Tensor, *indices: torch.Tensor, positions: Sequence[int]) -> torch.Tensor:
+    """``source[..., idx, ...]``: index tiles at the dims `positions` names, every other dim taken whole."""
+    return torch.ops.aten.index.Tensor(source, _spread(indices, positions))
+
+
+def _index_scatter(
+    source: torch.Tensor, values: torch.Tensor, *indices: torch.Tensor, positions: Sequence[int], accumulate: bool
+) -> torch.Tensor:
+    """``source`` with ``values`` written (or added) at the indexed places."""
+    return torch.ops.aten.index_put.default(source, _spread(indices, positions), values, accumulate)
+
+
+#: The engine's own functions; `copy` keeps the dtype, `cast` rounds to the output tile's dtype; the index pair
+#: gathers and scatters through index tiles at given dims (aten's index ops take a list of optional tensors, which
+#: a compute's tile arguments cannot express).
+ENGINE_FNS: Mapping[str, ComputeFn] = {
+    "copy": _copy,
+    "cast": _cast,
+    "index_gather": _index_gather,
+    "index_scatter": _index_scatter,
+}
 
 
 class FnError(ValueError):
@@ -79,6 +105,11 @@ def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     decoded = dict(attrs)
     if "out" in decoded:
         raise FnError("attr 'out' is not allowed: results go to the output tile")
+    names = decoded.get(TILES_AS)
+    if names is not None and not (isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names)):
+        raise FnError(f"attr {TILES_AS} must be a list of parameter names, got {names!r}")
+    if names is not None:
+        decoded[TILES_AS] = tuple(names)
     if "dtype" in decoded:
         dtype = decoded["dtype"]
         if isinstance(dtype, str) and dtype in DEVICE_DTYPES:
@@ -88,9 +119,19 @@ def decode_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return decoded
 
 
+#: Attr naming the fn's parameters the input tiles bind to, for fns whose tensors do not lead their schema
+#: (``scatter(self, dim, index, src)``); without it the tiles are the leading positional arguments.
+TILES_AS = "tiles_as"
+
+
 def call(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
     """Run `fn` with float16/bfloat16 inputs widened to float32; return its tensor results as a tuple."""
-    result = fn(*[tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in inputs], **attrs)
+    tiles = [tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in inputs]
+    names = attrs.get(TILES_AS)
+    if names is None:
+        result = fn(*tiles, **attrs)
+    else:
+        result = fn(**dict(zip(names, tiles, strict=True)), **{k: v for k, v in attrs.items() if k != TILES_AS})
     if isinstance(result, torch.Tensor):
         return (result,)
     if isinstance(result, (tuple, list)) and all(isinstance(item, torch.Tensor) for item in result):
@@ -129,7 +170,12 @@ def infer(fn: ComputeFn, inputs: Sequence[tuple[tuple[int, ...], torch.dtype]], 
     if not inputs:
         results = call(fn, [], {**attrs, "device": "meta"})
         return Signature(tuple(tuple(result.shape) for result in results), returns_views=False)
-    results = call(fn, [_zero_tile(shape, dtype) for shape, dtype in inputs], attrs)
+    try:
+        results = call(fn, [_zero_tile(shape, dtype) for shape, dtype in inputs], attrs)
+    except RuntimeError as error:  # integer division by the zero tiles: ones are as good for learning shapes
+        if "ZeroDivisionError" not in str(error):
+            raise
+        results = call(fn, [torch.ones(shape, dtype=dtype) for shape, dtype in inputs], attrs)
     zeros = _ZEROS.untyped_storage().data_ptr()
     return Signature(
         shapes=tuple(tuple(result.shape) for result in results),

@@ -11,16 +11,21 @@ FLOAT_DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
 }
 
-#: Integer and bool dtypes, for index and mask tiles only.
+#: Integer and bool dtypes: indices, masks and the integer unit's exact arithmetic.
 INDEX_DTYPES: dict[str, torch.dtype] = {
     "int32": torch.int32,
     "int64": torch.int64,
     "bool": torch.bool,
     "uint8": torch.uint8,
     "int8": torch.int8,
+    "int16": torch.int16,
 }
 
-DEVICE_DTYPES: dict[str, torch.dtype] = {**FLOAT_DTYPES, **INDEX_DTYPES}
+#: float64 is held, compared and moved bit-exactly (printing and reference comparisons need it), never computed in
+#: beyond the few exact ops the registry lists for it.
+HELD_DTYPES: dict[str, torch.dtype] = {"float64": torch.float64}
+
+DEVICE_DTYPES: dict[str, torch.dtype] = {**FLOAT_DTYPES, **INDEX_DTYPES, **HELD_DTYPES}
 DTYPE_NAMES: dict[torch.dtype, str] = {dtype: name for name, dtype in DEVICE_DTYPES.items()}
 
 #: Reduced-precision dtypes whose values are computed in float32 and rounded once on store.

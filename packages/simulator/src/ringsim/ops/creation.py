@@ -13,6 +13,7 @@ import torch
 
 from ringsim import engine, runtime
 from ringsim.ops import errors
+from ringsim.ops.calls import Signature
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import OpSpec
@@ -108,38 +109,60 @@ def arange_kernel(spec: OpSpec, qualname: str):
     return arange_out
 
 
-def random_kernel(spec: OpSpec, qualname: str, draw: Callable[[torch.Tensor, Any, Any, torch.Generator], Any]):
-    """uniform_/normal_: the device generator's Philox stream feeds the cores, which round into the destination.
+def _host_generator(generator: torch.Generator | None, device: torch.device) -> torch.Generator:
+    """The CPU generator holding the random state of `generator` (or of the device's default one)."""
+    if generator is None:
+        return runtime.cpu_generator(device.index or 0)
+    return generator if generator.device.type == "cpu" else runtime.host_generator(generator)
 
-    The random unit is modelled by the device generator (``torch.ring.manual_seed`` / ``get_rng_state``), so
-    seeding the device reproduces the values; the kernel streams them through the cores like any other operand.
+
+def _stream(qualname: str, source: torch.Tensor, dest: torch.Tensor) -> None:
+    """Stream drawn values through the cores into `dest` (rounded once into its dtype)."""
+    key = ("random", qualname, source.dtype, dest.dtype, dest.numel())
+    operands = [Operand("source", source.dtype, ()), Operand("out", dest.dtype, (), role="out")]
+    steps = [Step("copy" if source.dtype == dest.dtype else "cast", ("source",), ("out",))]
+    _launch(key, lambda: row_program(qualname, dest.numel(), operands, steps), dest, {"source": source.reshape(-1)})
+
+
+def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
+    """In-place samplers (uniform_, normal_, random_, bernoulli_, exponential_...): the device's random unit.
+
+    The random unit is modelled by the device generator (``torch.ring.manual_seed`` / ``get_rng_state``): the
+    same distribution is drawn from its state, so seeding the device reproduces the values, and the kernel
+    streams them through the cores like any other operand. Continuous draws are made in float32 (the device's
+    widest arithmetic) and rounded once; integer and bool draws are made in the destination's own dtype.
     """
+    sig = Signature.of(op)
+    qualname = sig.qualname
+    has_generator = "generator" in sig.index
 
-    def random_(self: torch.Tensor, a: Any = 0.0, b: Any = 1.0, *, generator: torch.Generator | None = None):
+    def sample_(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         _check(spec, qualname, self)
         if self.numel() == 0:
             return self
-        source = torch.empty(self.shape, dtype=torch.float32)
-        draw(
-            source,
-            a,
-            b,
-            generator
-            if generator is not None and generator.device.type == "cpu"
-            else runtime.cpu_generator(self.device.index or 0),
-        )
-        key = ("random", self.dtype, self.numel())
-        operands = [Operand("source", torch.float32, ()), Operand("out", self.dtype, (), role="out")]
-        steps = [Step("copy", ("source",), ("out",))]
-        _launch(key, lambda: row_program(qualname, self.numel(), operands, steps), self, {"source": source.reshape(-1)})
+        values = sig.bind((self, *args), kwargs)
+        dtype = torch.float32 if self.dtype.is_floating_point and spec.aten != "random_" else self.dtype
+        source = torch.empty(self.shape, dtype=dtype)
+        values[0] = source
+        if has_generator:
+            values[sig.index["generator"]] = _host_generator(values[sig.index["generator"]], self.device)
+        sig.invoke(op, [v.item() if isinstance(v, torch.Tensor) and v is not source else v for v in values])
+        _stream(qualname, source, self)
         return self
 
-    return random_
+    return sample_
 
 
-def uniform(source: torch.Tensor, low: Any, high: Any, generator: torch.Generator) -> None:
-    source.uniform_(low, high, generator=generator)
+def randperm_kernel(spec: OpSpec, qualname: str):
+    """``randperm(n, out=...)``: a permutation drawn from the device generator, streamed into ``out``."""
 
+    def randperm_out(n: int, *, generator: torch.Generator | None = None, out: torch.Tensor) -> torch.Tensor:
+        _check(spec, qualname, out)
+        if out.numel() != n:
+            out.resize_(n)
+        if n:
+            source = torch.randperm(n, generator=_host_generator(generator, out.device), dtype=out.dtype)
+            _stream(qualname, source, out)
+        return out
 
-def normal(source: torch.Tensor, mean: Any, std: Any, generator: torch.Generator) -> None:
-    source.normal_(mean, std, generator=generator)
+    return randperm_out

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ringsim.ops import creation, dispatch, elementwise, errors, matmul, movement, rows
+from ringsim.ops import along_dim, creation, dispatch, elementwise, errors, general, indexing, matmul, movement, rows
 from ringsim.ops.registry import SPECS, Kind, OpSpec
 from ringsim.ops.variants import variants
 
@@ -23,6 +23,8 @@ _BY_KIND: dict[Kind, dispatch.Builder] = {
     Kind.DATA_MOVEMENT: elementwise.build,
     Kind.REDUCTION: rows.build_reduction,
     Kind.MATMUL: matmul.build,
+    Kind.ALONG_DIM: along_dim.build,
+    Kind.GENERAL: general.build,
 }
 
 # Ops whose only non-CPU kernel is torch's composite stub that raises an unhelpful error: refused by name instead.
@@ -31,15 +33,16 @@ _STUBBED = ("convolution_overrideable", "convolution_backward_overrideable")
 _libraries: list[torch.library.Library] = []
 
 
-def _creation_kernel(spec: OpSpec, qualname: str):
+def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
     if spec.aten == "fill_":
         return creation.fill_kernel(spec, qualname)
     if spec.aten == "zero_":
         return creation.zero_kernel(spec, qualname)
     if spec.aten == "arange":
         return creation.arange_kernel(spec, qualname)
-    draw = creation.uniform if spec.aten == "uniform_" else creation.normal
-    return creation.random_kernel(spec, qualname, draw)
+    if spec.aten == "randperm":
+        return creation.randperm_kernel(spec, qualname)
+    return creation.random_kernel(spec, op)
 
 
 def _unregistered(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
@@ -64,7 +67,11 @@ def register() -> None:
     for spec in SPECS:
         for variant in variants(spec):
             if spec.kind in (Kind.CREATION, Kind.RANDOM):
-                kernel = _creation_kernel(spec, variant.qualname)
+                kernel = _creation_kernel(spec, variant.op, variant.qualname)
+            elif spec.kind is Kind.INDEXING:
+                if variant.role != "functional":
+                    continue  # out= forms of data-dependent ops stay refused by name
+                kernel = indexing.KERNELS[spec.aten](spec, variant.qualname)
             else:
                 build = _BUILDERS.get(spec.aten) or _BY_KIND[spec.kind]
                 if variant.role == "functional":
