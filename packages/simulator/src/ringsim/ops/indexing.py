@@ -35,7 +35,7 @@ def _on_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     return t if t.device == device else t.to(device)
 
 
-def long_indices(indices: list[torch.Tensor | None], device: torch.device) -> tuple[list[int], list[torch.Tensor]]:
+def long_indices(source: torch.Tensor, indices: list[torch.Tensor | None]) -> tuple[list[int], list[torch.Tensor]]:
     """The dims indexed and one int64 device index per dim; a k-dim mask becomes k indices (its nonzero columns)."""
     positions: list[int] = []
     tensors: list[torch.Tensor] = []
@@ -44,8 +44,9 @@ def long_indices(indices: list[torch.Tensor | None], device: torch.device) -> tu
         if index is None:
             dim += 1
             continue
-        index = _on_device(index, device)
+        index = _on_device(index, source.device)
         if index.dtype in _MASKS:
+            _check_mask(source, index, dim)
             coords = torch.nonzero(index)
             for j in range(index.dim()):
                 positions.append(dim + j)
@@ -58,6 +59,17 @@ def long_indices(indices: list[torch.Tensor | None], device: torch.device) -> tu
             tensors.append(index if index.dtype == torch.int64 else index.long())
             dim += 1
     return positions, tensors
+
+
+def _check_mask(source: torch.Tensor, mask: torch.Tensor, dim: int) -> None:
+    """A mask must match the dims it indexes, as torch requires (its IndexError, word for word)."""
+    for j, size in enumerate(mask.shape):
+        if dim + j >= source.dim() or source.shape[dim + j] != size:
+            indexed = list(source.shape)
+            raise IndexError(
+                f"The shape of the mask {list(mask.shape)} at index {j} does not match the shape of the indexed "
+                f"tensor {indexed} at index {dim + j}"
+            )
 
 
 def _spread(positions: list[int], tensors: list[Any]) -> list[Any]:
@@ -93,7 +105,7 @@ def index_kernel(spec: OpSpec, qualname: str):
 
     def index(self: torch.Tensor, indices: list[torch.Tensor | None]) -> torch.Tensor:
         _check(spec, qualname, self)
-        positions, tensors = long_indices(list(indices), self.device)
+        positions, tensors = long_indices(self, list(indices))
         if not positions:
             return self.clone()
         out = torch.ops.aten.index.Tensor(_meta(self), _spread(positions, [_meta(t) for t in tensors]))
@@ -128,7 +140,7 @@ def index_put_kernel(spec: OpSpec, qualname: str):
         unsafe: bool = False,
     ) -> torch.Tensor:
         _check(spec, qualname, self)
-        positions, tensors = long_indices(list(indices), self.device)
+        positions, tensors = long_indices(self, list(indices))
         values = _on_device(values, self.device)
         meta_indices = _spread(positions, [_meta(t) for t in tensors])
         torch.ops.aten.index_put.default(_meta(self), meta_indices, _meta(values), accumulate)  # torch's own checks
