@@ -84,31 +84,51 @@ def _attrs(attrs: Mapping[str, Any], row: int, size: int) -> dict[str, Any]:
     return out
 
 
-def row_program(name: str, rows: int, operands: Sequence[Operand], steps: Sequence[Step]) -> dict[str, Any]:
-    """Build the program that runs `steps` over `rows` (>= 1) rows of `operands` on as many cores as pay off."""
+@dataclass(frozen=True)
+class RowSplit:
+    """How `row_program` divides its rows: cores used, rows per core and rows per scratchpad chunk."""
+
+    cores: int
+    per_core: int
+    chunk: int
+
+
+def row_split(name: str, rows: int, operands: Sequence[Operand]) -> RowSplit:
+    """The row kernel's division of `rows` (>= 1), or TooLargeError if one row's operands overflow a scratchpad."""
     splits = [op for op in operands if op.split]
     wholes = [op for op in operands if not op.split]
     whole_bytes = sum(_align(op.row_bytes()) for op in wholes)
     per_row = sum(op.row_bytes() for op in splits)
     g = _granularity(operands)
     room = SCRATCHPAD - whole_bytes - STICK * len(splits)  # each split tile may end in a padded stick
-    chunk = min(rows, (room // per_row // g) * g) if per_row else rows
-    if room < 0 or chunk < 1:
-        raise TooLargeError(
-            f"ring: aten::{name}: the operands of one row need more than a core's {SCRATCHPAD}-byte scratchpad "
-            "(rows are not split further on this device)"
-        )
     cores = 1
     if not any(op.role == "out" for op in wholes):
         cores = max(1, min(CORES, (per_row * rows) // MIN_BYTES_PER_CORE, -(-rows // g)))
     per_core = -(-rows // cores)
     per_core = -(-per_core // g) * g
+    span = min(rows, per_core)
+    fit = room // per_row if per_row else span
+    # One chunk per core starts only where a core starts (stick aligned); more chunks need aligned boundaries.
+    chunk = span if fit >= span else (fit // g) * g
+    if room < 0 or chunk < 1:
+        raise TooLargeError(
+            f"ring: aten::{name}: the operands of one row need more than a core's {SCRATCHPAD}-byte scratchpad "
+            "(rows are not split further on this device)"
+        )
+    return RowSplit(cores, per_core, chunk)
+
+
+def row_program(name: str, rows: int, operands: Sequence[Operand], steps: Sequence[Step]) -> dict[str, Any]:
+    """Build the program that runs `steps` over `rows` (>= 1) rows of `operands` on as many cores as pay off."""
+    split = row_split(name, rows, operands)
+    splits = [op for op in operands if op.split]
+    wholes = [op for op in operands if not op.split]
     buffers = {
         op.name: {"dtype": DTYPE_NAMES[op.dtype], "shape": op.tile_shape(rows)} for op in operands if op.role != "temp"
     }
     cores_json = [
-        _core_program(core, start, min(rows, start + per_core), min(chunk, per_core), splits, wholes, steps)
-        for core, start in enumerate(range(0, rows, per_core))
+        _core_program(core, start, min(rows, start + split.per_core), split.chunk, splits, wholes, steps)
+        for core, start in enumerate(range(0, rows, split.per_core))
     ]
     return {"format": "ringsim-program/1", "name": name, "buffers": buffers, "cores": cores_json}
 

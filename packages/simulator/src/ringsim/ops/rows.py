@@ -2,7 +2,8 @@
 
 The operand is viewed as (R, K): R independent rows split across cores, K reduced elements per row kept whole in
 one tile, so a row's fp32 accumulation happens on one core. If the reduced dims are not already the innermost,
-the copy kernel first makes a permuted contiguous copy.
+the copy kernel first makes a permuted contiguous copy. A reduction whose row overflows a scratchpad, or whose few
+long rows would leave cores idle, splits K across the cores instead (``split_reduction``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import torch
 from ringsim.ops.calls import Signature
 from ringsim.ops.elementwise import meta_outputs, scalar
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_all, returns_first
-from ringsim.ops.programs import Operand, Step, row_program
+from ringsim.ops.programs import MIN_BYTES_PER_CORE, Operand, Step, TooLargeError, row_program, row_split
 from ringsim.ops.registry import OpSpec
+from ringsim.ops.split_reduction import REDUCTIONS, split_cores, split_program
 
 # Overloads without a dim argument reduce everything through the overload that has one.
 _WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin"}
@@ -65,9 +67,25 @@ def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, val
             attrs["keepdim"] = False
     operands = [Operand("x", x.dtype, (k,))]
     operands += [Operand(o.name, o.dtype, (), role="out") for o in out_specs]
-    program = row_program(fn, r, operands, [Step(fn, ("x",), tuple(o.name for o in out_specs), attrs)])
+    if fn in REDUCTIONS and _splits_k(fn, r, k, x.dtype, operands):
+        program = split_program(fn, REDUCTIONS[fn], x.dtype, r, k, [(o.name, o.dtype) for o in out_specs])
+    else:
+        program = row_program(fn, r, operands, [Step(fn, ("x",), tuple(o.name for o in out_specs), attrs)])
     flat = tuple(OutputSpec(o.name, (r,), o.dtype) for o in out_specs)
     return Plan(key, program, (("x", rows_getter(0, perm, r, k)),), flat, finish_shaped)
+
+
+def _splits_k(fn: str, rows: int, k: int, dtype: torch.dtype, operands: list[Operand]) -> bool:
+    """Split K when a row does not fit the row kernel, or when rows worth a core each (MIN_BYTES_PER_CORE) are too
+    few to occupy the cores the split would: shorter rows on fewer cores already keep device memory busy."""
+    cores = split_cores(rows, k, dtype)
+    try:
+        row_cores = row_split(fn, rows, operands).cores
+    except TooLargeError:
+        if not cores:
+            raise
+        return True
+    return k * dtype.itemsize >= MIN_BYTES_PER_CORE and cores > row_cores
 
 
 def _resolve(fn: str) -> torch._ops.OpOverload:
