@@ -59,8 +59,14 @@ def _env() -> dict[str, str]:
 
 
 def _read(junit: Path, device: str, outcome: Outcome) -> None:
+    """Cases of `device`'s instantiated classes only (``-k`` also matches test names that contain the word)."""
+    suffixes = ("CPU",) if device == "cpu" else (device.upper(), "PRIVATEUSE1")
     for case in ET.parse(junit).getroot().iter("testcase"):
-        name = case.get("classname", "").removesuffix(device.upper()) + "::" + case.get("name", "")
+        classname = case.get("classname", "")
+        suffix = next((s for s in suffixes if classname.endswith(s)), None)
+        if suffix is None:
+            continue
+        name = classname.removesuffix(suffix) + "::" + case.get("name", "")
         name = name.replace(f"_{device}_", "_DEV_").replace(f"_{device}", "_DEV")
         failed = case.find("failure") if case.find("failure") is not None else case.find("error")
         if failed is not None:

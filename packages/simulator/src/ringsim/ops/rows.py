@@ -21,7 +21,7 @@ from ringsim.ops.registry import OpSpec
 from ringsim.ops.split_reduction import REDUCTIONS, split_cores, split_program
 
 # Overloads without a dim argument reduce everything through the overload that has one.
-_WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin"}
+_WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin", "all": "all.dims", "any": "any.dims"}
 
 
 def _dims(value: Any, ndim: int) -> list[int]:
