@@ -109,6 +109,42 @@ def arange_kernel(spec: OpSpec, qualname: str):
     return arange_out
 
 
+def sequence_kernel(spec: OpSpec, op: torch._ops.OpOverload):
+    """``linspace``/``logspace``/``range`` into ``out``: one core evaluates the sequence in fp32 and rounds it once.
+
+    The points depend on the whole sequence (linspace counts from both ends), so one core computes them all on its
+    scratchpad; a sequence longer than a scratchpad is refused with the device's error, like any whole operand.
+    """
+    sig = Signature.of(op)
+    qualname = sig.qualname
+    packet = getattr(torch.ops.aten, spec.aten)
+    functional = packet.step if spec.aten == "range" else packet.default  # the factory taking the same arguments
+
+    def sequence_out(*args: Any, **kwargs: Any) -> torch.Tensor:
+        values = sig.bind(args, kwargs)
+        out = values[sig.index["out"]]
+        _check(spec, qualname, out)
+        attrs = {
+            p.name: v.item() if isinstance(v, torch.Tensor) else v
+            for p, v in zip(sig.params, values, strict=True)
+            if p.name != "out"
+        }
+        integral = not out.dtype.is_floating_point and spec.aten != "logspace"
+        compute = torch.int64 if integral else torch.float32
+        n = functional(**attrs, dtype=compute, device="meta").numel()
+        if out.numel() != n:
+            out.resize_(n)
+        if n == 0:
+            return out
+        key = (qualname, out.dtype, n, tuple(sorted((k, repr(v)) for k, v in attrs.items())))
+        operands = [Operand("out", out.dtype, (n,), split=False, role="out")]
+        steps = [Step(functional.__name__, (), ("out",), {**attrs, "dtype": compute})]
+        _launch(key, lambda: row_program(spec.aten, 1, operands, steps), out, {})
+        return out
+
+    return sequence_out
+
+
 def _host_generator(generator: torch.Generator | None, device: torch.device) -> torch.Generator:
     """The CPU generator holding the random state of `generator` (or of the device's default one)."""
     if generator is None:

@@ -40,6 +40,8 @@ def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
         return creation.zero_kernel(spec, qualname)
     if spec.aten == "arange":
         return creation.arange_kernel(spec, qualname)
+    if spec.aten in ("linspace", "logspace", "range"):
+        return creation.sequence_kernel(spec, op)
     if spec.aten == "randperm":
         return creation.randperm_kernel(spec, qualname)
     return creation.random_kernel(spec, op)

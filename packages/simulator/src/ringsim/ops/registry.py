@@ -300,6 +300,9 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("fill_", ("Scalar", "Tensor"), Kind.CREATION, _E, HELD),
     OpSpec("zero_", ("default",), Kind.CREATION, _E, HELD),
     OpSpec("arange", ("start_out",), Kind.CREATION, _E, ARANGE),
+    OpSpec("linspace", ("out",), Kind.CREATION, Tolerance.ROUNDED, NUMBERS),
+    OpSpec("logspace", ("out",), Kind.CREATION, _T, NUMBERS),
+    OpSpec("range", ("out",), Kind.CREATION, _E, NUMBERS),
     # random, from the device generator
     OpSpec("uniform_", ("default",), Kind.RANDOM, _E),
     OpSpec("normal_", ("default",), Kind.RANDOM, _E),
@@ -495,6 +498,8 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
     "nn.functional.hardswish": ("hardswish",),
     "nn.functional.softplus": ("softplus",),
     "fill": ("fill_",),
+    "linspace": ("linspace",),
+    "logspace": ("logspace",),
     "zeros_like": ("fill_", "zero_"),
     "ones_like": ("fill_",),
     "full_like": ("fill_",),

@@ -53,7 +53,7 @@ def variants(spec: OpSpec) -> tuple[Variant, ...]:
         args = _arguments(functional)
         for candidate in getattr(torch.ops.aten, spec.aten).overloads():
             op = _overload(spec.aten, candidate)
-            if op is not None and _outs(op) == 1 and _arguments(op) == args and op is not functional:
+            if op is not None and _outs(op) >= 1 and _arguments(op) == args and op is not functional:
                 found.append(Variant(_qualname(op), "out", op, functional))
     return tuple(found)
 
