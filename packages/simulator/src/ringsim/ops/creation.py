@@ -16,7 +16,7 @@ from ringsim.ops import errors
 from ringsim.ops.calls import Signature
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.programs import Operand, Step, row_program
-from ringsim.ops.registry import OpSpec
+from ringsim.ops.registry import FLOATS, OpSpec
 
 _PROGRAMS: dict[Any, dict[str, Any]] = {}
 
@@ -35,8 +35,16 @@ def _launch(key: Any, build: Callable[[], dict[str, Any]], dest: torch.Tensor, i
 
 
 def _check(spec: OpSpec, qualname: str, t: torch.Tensor) -> None:
-    if t.dtype not in spec.dtypes:
-        raise errors.unsupported_dtype(qualname, t.dtype, spec.dtypes)
+    dtype = _data_dtype(t)
+    if dtype not in spec.dtypes:
+        raise errors.unsupported_dtype(qualname, dtype, spec.dtypes)
+
+
+def _data_dtype(t: torch.Tensor) -> torch.dtype:
+    """The dtype of the data `t` views: a real view of complex memory (``view_as_real``, which is how make_tensor
+    fills a complex tensor) holds complex data, which the device refuses by that dtype's name."""
+    base = t._base
+    return base.dtype if base is not None and base.is_complex() else t.dtype
 
 
 def fill_kernel(spec: OpSpec, qualname: str):
@@ -178,7 +186,7 @@ def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
             return self
         values = sig.bind((self, *args), kwargs)
         dtype = torch.float32 if self.dtype.is_floating_point and spec.aten != "random_" else self.dtype
-        source = torch.empty(self.shape, dtype=dtype)
+        source = _draws(self, dtype)
         values[0] = source
         if has_generator:
             values[sig.index["generator"]] = _host_generator(values[sig.index["generator"]], self.device)
@@ -187,6 +195,33 @@ def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
         return self
 
     return sample_
+
+
+def _draws(dest: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A host buffer for the draws destined for `dest`, laid out like it: samplers fill elements in memory order,
+    so a transposed destination gets the same value at each element as on CPU."""
+    return torch.empty_like(dest, dtype=dtype, device="cpu")
+
+
+def bernoulli_tensor_kernel(spec: OpSpec, qualname: str):
+    """``bernoulli_(p)`` with a tensor of probabilities, as CPU draws it: one uniform per element (float64 when p is
+    float64, else float32) from the device generator, then ``uniform < p`` on the device, cast into ``self``."""
+
+    def bernoulli_(self: torch.Tensor, p: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        _check(spec, qualname, self)
+        if p.dtype not in (*FLOATS, torch.float64):
+            raise errors.unsupported_dtype(qualname, p.dtype, (*FLOATS, torch.float64))
+        p = p.to(self.device).expand(self.shape)  # torch's error when p does not broadcast to self
+        if self.numel() == 0:
+            return self
+        source = _draws(self, torch.float64 if p.dtype == torch.float64 else torch.float32)
+        source.uniform_(0, 1, generator=_host_generator(generator, self.device))
+        uniform = torch.empty(self.shape, dtype=source.dtype, device=self.device)
+        _stream(qualname, source, uniform)
+        self.copy_(torch.lt(uniform, p))
+        return self
+
+    return bernoulli_
 
 
 def randperm_kernel(spec: OpSpec, qualname: str):

@@ -7,10 +7,25 @@ from typing import Any
 import torch
 
 from ringsim.ops import along_dim, creation, dispatch, elementwise, errors, general, indexing, matmul, movement, rows
+from ringsim.ops.calls import Signature
+from ringsim.ops.plan import Plan
 from ringsim.ops.registry import SPECS, Kind, OpSpec
 from ringsim.ops.variants import variants
 
+#: Python's shift operators, run as the named shifts: the engine resolves compute fns by aten name, and an
+#: operator's dunder name is not one there.
+_SHIFTS = {"__lshift__": torch.ops.aten.bitwise_left_shift, "__rshift__": torch.ops.aten.bitwise_right_shift}
+
+
+def _build_shift(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
+    """The plan of the named shift taking the same arguments (``Scalar`` is ``Tensor_Scalar`` there)."""
+    named = _SHIFTS[spec.aten]
+    twin = named.Tensor if op._overloadname == "Tensor" else named.Tensor_Scalar
+    return elementwise.build(spec, twin, Signature.of(twin), values, key)
+
+
 _BUILDERS: dict[str, dispatch.Builder] = {
+    **dict.fromkeys(_SHIFTS, _build_shift),
     "cat": movement.build_cat,
     "index_select": movement.build_index_select,
     "gather": movement.build_gather,
@@ -44,6 +59,8 @@ def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
         return creation.sequence_kernel(spec, op)
     if spec.aten == "randperm":
         return creation.randperm_kernel(spec, qualname)
+    if qualname == "bernoulli_.Tensor":
+        return creation.bernoulli_tensor_kernel(spec, qualname)
     return creation.random_kernel(spec, op)
 
 

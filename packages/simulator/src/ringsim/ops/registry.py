@@ -170,6 +170,9 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("bitwise_not", tol=_E, dtypes=BITS),
     _ew("bitwise_left_shift", "Tensor", "Tensor_Scalar", tol=_E, dtypes=INTS),
     _ew("bitwise_right_shift", "Tensor", "Tensor_Scalar", tol=_E, dtypes=INTS),
+    # Python's << and >> (and <<=, >>=): the same shifts under their operator names
+    _ew("__lshift__", "Tensor", "Scalar", tol=_E, dtypes=INTS),
+    _ew("__rshift__", "Tensor", "Scalar", tol=_E, dtypes=INTS),
     _ew("gcd", tol=_E, dtypes=INTS),
     _ew("lcm", tol=_E, dtypes=INTS),
     # unary arithmetic
@@ -307,7 +310,7 @@ SPECS: tuple[OpSpec, ...] = (
     OpSpec("uniform_", ("default",), Kind.RANDOM, _E),
     OpSpec("normal_", ("default",), Kind.RANDOM, _E),
     OpSpec("random_", ("default", "from", "to"), Kind.RANDOM, _E, ALL),
-    OpSpec("bernoulli_", ("float",), Kind.RANDOM, _E, ALL),
+    OpSpec("bernoulli_", ("float", "Tensor"), Kind.RANDOM, _E, ALL),
     OpSpec("exponential_", ("default",), Kind.RANDOM, _E),
     OpSpec("geometric_", ("default",), Kind.RANDOM, _E, NUMBERS),
     OpSpec("cauchy_", ("default",), Kind.RANDOM, _E),

@@ -36,6 +36,26 @@ def _overload(packet: str, name: str) -> torch._ops.OpOverload | None:
     return getattr(pk, name, None) if pk is not None and name in pk.overloads() else None
 
 
+def _inplace(spec: OpSpec, name: str, functional: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The in-place form of `functional`: the same overload name (``add_.Tensor``), else the one overload taking the
+    same arguments (``floor_divide_.Tensor`` for ``floor_divide``, ``pow_.Scalar`` for ``pow.Tensor_Scalar``).
+    Python's operators name theirs with an ``i`` (``__ilshift__`` for ``__lshift__``)."""
+    packet = f"__i{spec.aten[2:]}" if spec.aten.startswith("__") else spec.aten + "_"
+    named = _overload(packet, name)
+    if named is not None or not hasattr(torch.ops.aten, packet):
+        return named
+    args = _arguments(functional)
+    same = [
+        op
+        for candidate in getattr(torch.ops.aten, packet).overloads()
+        if candidate not in spec.overloads
+        and (op := _overload(packet, candidate)) is not None
+        and _outs(op) == 0
+        and _arguments(op) == args
+    ]
+    return same[0] if len(same) == 1 else None
+
+
 @cache
 def variants(spec: OpSpec) -> tuple[Variant, ...]:
     """Every overload of `spec`, in a stable order."""
@@ -45,9 +65,9 @@ def variants(spec: OpSpec) -> tuple[Variant, ...]:
         if functional is None:
             raise LookupError(f"aten::{spec.aten}.{name} does not exist in this torch")
         found.append(Variant(_qualname(functional), "functional", functional, functional))
-        if spec.aten.endswith("_"):
-            continue
-        inplace = _overload(spec.aten + "_", name)
+        if spec.aten.endswith("_") and not spec.aten.startswith("__"):
+            continue  # an in-place op itself (fill_); an operator's name (__lshift__) only ends like one
+        inplace = _inplace(spec, name, functional)
         if inplace is not None:
             found.append(Variant(_qualname(inplace), "inplace", inplace, functional))
         args = _arguments(functional)
