@@ -129,7 +129,9 @@ def run(actions: tuple[Action, ...], buffers: Mapping[str, torch.Tensor]) -> Non
         elif kind == "dma_in" or kind == "dma_out":
             tensor = buffers[action.buffer]
             whole = action.whole
-            if whole is not None and tensor.dtype == whole.dtype and tensor.shape == whole.shape:
+            if whole is not None and tensor.dtype == whole.dtype:
+                if tensor.shape != whole.shape:
+                    tensor = tensor.view(whole.shape)  # the same contiguous bytes, bound under the caller's shape
                 whole.copy_(tensor) if kind == "dma_in" else tensor.copy_(whole)
                 continue
             memory = raw.get(action.buffer)

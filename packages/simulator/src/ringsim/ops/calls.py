@@ -63,9 +63,11 @@ class Signature:
 def key_of(value: Any) -> Any:
     """What of an argument decides the program: tensors by shape/dtype/device, other values as themselves."""
     if isinstance(value, torch.Tensor):
-        if value.device.type == "cpu" and value.dim() == 0:
-            return ("cpu_scalar", value.dtype, key_of(value.item()))
-        return (value.device.type, value.dtype, tuple(value.shape))
+        if value.is_cpu:
+            if value.dim() == 0:
+                return ("cpu_scalar", value.dtype, key_of(value.item()))
+            return ("cpu", value.dtype, value.shape)
+        return (value.dtype, value.shape)  # torch.Size hashes as the tuple it is; every other tensor is on the device
     if isinstance(value, (list, tuple)):
         return tuple(key_of(v) for v in value)
     if isinstance(value, float):

@@ -27,6 +27,7 @@ Builder = Callable[[OpSpec, torch._ops.OpOverload, Signature, list[Any], Any], P
 _PLANS: dict[Any, Plan] = {}
 _INPLACE_CHECKED: set[Any] = set()
 _RESULT_SHAPES: dict[Any, tuple[tuple[int, ...], ...]] = {}
+_SLOTS: dict[Any, tuple[int, ...]] = {}
 
 
 def aligned(t: torch.Tensor) -> bool:
@@ -36,17 +37,22 @@ def aligned(t: torch.Tensor) -> bool:
 
 def _prepare(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        if value.device.type != DEVICE:
+        if value.is_cpu or value.device.type != DEVICE:
             if value.dim() == 0:
                 return value
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {DEVICE} and "
                 f"{value.device.type}"
             )
-        return value if aligned(value) else layout.contiguous(value)
+        return value if value.is_contiguous() and value.data_ptr() % STICK == 0 else layout.contiguous(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
         return [_prepare(v) for v in value]
     return value
+
+
+def _tensor_slots(values: list[Any]) -> tuple[int, ...]:
+    """The argument positions holding tensors (or lists of them): the only ones a cached call prepares."""
+    return tuple(i for i, v in enumerate(values) if isinstance(v, (torch.Tensor, list, tuple)))
 
 
 def _check_dtypes(qualname: str, spec: OpSpec, values: list[Any], sig: Signature) -> None:
@@ -86,8 +92,12 @@ def _plan(
         _check_dtypes(called, spec, values, sig)
         prepared = [_prepare(v) for v in values]
         plan = _PLANS[key] = build(spec, op, sig, prepared, key)
+        _SLOTS[key] = _tensor_slots(values)
         return plan, prepared
-    return plan, [_prepare(v) for v in values]
+    prepared = list(values)
+    for i in _SLOTS.get(key) or _tensor_slots(values):
+        prepared[i] = _prepare(values[i])
+    return plan, prepared
 
 
 def _device(values: list[Any]) -> torch.device:
