@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -80,12 +81,22 @@ def tests(session: nox.Session, target: str) -> None:
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
 
 
+def _upstream_tree() -> str:
+    """Real upstream test files for the pass-ratio benchmark: TORCH_ROOT, the shared copies, or the embedded tree."""
+    shared = ROOT.parent / "shared" / "data" / "upstream-tests"
+    embedded = ROOT / "packages" / "testreuse" / "src" / "testreuse" / "upstream"
+    return os.environ.get("TORCH_ROOT") or str(shared if shared.is_dir() else embedded)
+
+
 @nox.session(python=PYTHON, requires=["build"])
 def bench(session: nox.Session) -> None:
     """Benchmarks that print ratios against a baseline measured in the same run (simulator, test reuse)."""
-    _install_wheels(session, _closure("simulator", "testreuse"))
+    _install_wheels(session, _closure("simulator", "testreuse"), "[test]")
     for script in ("sim_sanity.py", "op_overhead.py", "opinfo_sweep.py"):
         session.run("python", str(ROOT / "packages/simulator/benchmarks" / script))
+    session.run(
+        "python", str(ROOT / "packages/simulator/benchmarks/upstream_pass_ratio.py"), "--torch-root", _upstream_tree(),
+    )  # fmt: skip
     session.run(
         "python", str(ROOT / "packages/testreuse/benchmarks/collection_overhead.py"),
         "--configs", *sorted(str(p) for p in (ROOT / "configs").glob("*.yaml")),
