@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--check", action="store_true", help="report stale rules without rewriting them")
     args = parser.parse_args(argv)
+    if not args.configs.is_dir() or not any(args.configs.glob("*.yaml")):
+        print(f"error: {args.configs}: not a folder of test-reuse configs (*.yaml)", file=sys.stderr)
+        return 2
     return refresh(args.configs, args.workers, args.check)
 
 
