@@ -8,8 +8,9 @@ Dtype rule (an inference accelerator, not a general CPU):
 - The integer unit does exact integer work on uint8, int8, int16, int32 and int64 and bool: comparisons, logic,
   bitwise ops, add/sub/mul, min/max, sums and indices. That is what torch's own test helpers (``assert_close``,
   ``make_tensor``, printing) run on the device under test, besides the op under test.
-- float64 is *held*, not computed in: it can be stored, copied, compared and selected bit-exactly (torch's printing
-  widens to it on the device), and division is the one arithmetic op that accepts it. No complex, anywhere.
+- float64 is *held*, not computed in: it can be stored, copied, compared, selected and rounded up (``ceil``) bit-exactly
+  (torch's printing widens to it on the device, and formats it so), and division is the one arithmetic op that
+  accepts it. No complex, anywhere.
 - The dtypes listed for an op are the dtypes of its data operand (``self``); index and mask operands follow
   the rule above and are checked by the kernel.
 
@@ -182,7 +183,7 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("sgn", tol=_E, dtypes=ALL),
     _ew("signbit", tol=_E, dtypes=NUMBERS),
     _ew("floor", tol=_E, dtypes=NUMBERS),
-    _ew("ceil", tol=_E, dtypes=NUMBERS),
+    _ew("ceil", tol=_E, dtypes=(*NUMBERS, torch.float64)),  # exact; printing a held float64 tensor needs it
     _ew("trunc", tol=_E, dtypes=NUMBERS),
     _ew("round", "default", "decimals"),
     _ew("frac"),
