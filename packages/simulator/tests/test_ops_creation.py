@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ringsim import profiling
 
 DEVICE = "ring"
 
@@ -65,3 +66,21 @@ def test_rand_and_randn_follow_the_device_seed(dtype: torch.dtype) -> None:
     assert abs(float(normal.float().mean())) < 0.15
     assert 0.85 < float(normal.float().std()) < 1.15
     assert not torch.equal(torch.rand(1000, dtype=dtype, device=DEVICE).cpu(), first)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int64, torch.int32])
+@pytest.mark.parametrize("args", [(-1, 3, 7), (0, 10, 5), (2, -3, 11), (0, 1, 1000), (5, 5, 1)])
+def test_sequences_match_cpu_within_one_rounding(args: tuple[int, int, int], dtype: torch.dtype) -> None:
+    """linspace/logspace run on one core in fp32 and round once, so they agree with CPU to the output dtype's ulp."""
+    with profiling.profile() as prof:
+        lin = torch.linspace(*args, dtype=dtype, device=DEVICE).cpu()
+        log = torch.logspace(*args, dtype=dtype, device=DEVICE).cpu()
+    assert [r.name for r in prof.reports] == ["linspace", "logspace"]
+    tol = {"atol": 0, "rtol": 0} if not dtype.is_floating_point else {}
+    torch.testing.assert_close(lin, torch.linspace(*args, dtype=dtype), **tol)
+    torch.testing.assert_close(log, torch.logspace(*args, dtype=dtype), **tol, equal_nan=True)
+
+
+def test_range_and_an_empty_sequence() -> None:
+    assert torch.equal(torch.range(0, 4, 0.5, device=DEVICE).cpu(), torch.range(0, 4, 0.5))
+    assert torch.linspace(0, 1, 0, device=DEVICE).shape == (0,)

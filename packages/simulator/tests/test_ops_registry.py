@@ -66,7 +66,7 @@ def test_opinfo_mapping_only_needs_registered_ops() -> None:
 def test_every_registry_entry_is_served_to_an_opinfo_or_tested_directly() -> None:
     covered = {packet for needs in OPINFO_NEEDS.values() for packet in needs}
     direct = {  # test_ops_creation.py and test_grown_op_set.py
-        "fill_", "zero_", "arange", "range", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
-        "geometric_", "cauchy_", "log_normal_", "randperm", "__lshift__", "__rshift__",
+        "fill_", "zero_", "arange", "range", "linspace", "logspace", "uniform_", "normal_", "random_", "bernoulli_",
+        "exponential_", "geometric_", "cauchy_", "log_normal_", "randperm", "__lshift__", "__rshift__",
     }  # fmt: skip
     assert {spec.aten for spec in SPECS} - covered <= direct

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -54,6 +54,8 @@ class Action:
     attrs: Mapping[str, Any] | None = None
     #: The fn may return views of its inputs, which the output tile may overlap: copy results before storing.
     copy_results: bool = False
+    #: `whole` viewed under the shapes callers bind the buffer with (the same bytes), made once per shape.
+    shaped: dict[Any, torch.Tensor] = field(default_factory=dict)
 
 
 def bind(
@@ -130,8 +132,10 @@ def run(actions: tuple[Action, ...], buffers: Mapping[str, torch.Tensor]) -> Non
             tensor = buffers[action.buffer]
             whole = action.whole
             if whole is not None and tensor.dtype == whole.dtype:
-                if tensor.shape != whole.shape:
-                    tensor = tensor.view(whole.shape)  # the same contiguous bytes, bound under the caller's shape
+                shape = tensor.shape
+                if shape != whole.shape:  # the same contiguous bytes, bound under the caller's shape
+                    shaped = action.shaped.get(shape)
+                    whole = action.shaped[shape] = whole.view(shape) if shaped is None else shaped
                 whole.copy_(tensor) if kind == "dma_in" else tensor.copy_(whole)
                 continue
             memory = raw.get(action.buffer)

@@ -149,6 +149,7 @@ def _lower(
                 )
         step.reads, step.writes = instruction.inputs, instruction.outputs
         step.copy_results = signature.returns_views
+        step.fn = signature.fn or step.fn
         step.work = work_of(
             instruction.fn, [torch.Size(s.shape) for s in inputs], [torch.Size(s.shape) for s in outputs]
         )

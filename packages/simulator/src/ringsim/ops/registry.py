@@ -502,8 +502,6 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
     "nn.functional.hardswish": ("hardswish",),
     "nn.functional.softplus": ("softplus",),
     "fill": ("fill_",),
-    "linspace": ("linspace",),
-    "logspace": ("logspace",),
     "zeros_like": ("fill_", "zero_"),
     "ones_like": ("fill_",),
     "full_like": ("fill_",),
