@@ -161,10 +161,10 @@ def _host_generator(generator: torch.Generator | None, device: torch.device) -> 
 
 
 def _stream(qualname: str, source: torch.Tensor, dest: torch.Tensor) -> None:
-    """Stream drawn values through the cores into `dest` (rounded once into its dtype)."""
-    key = ("random", qualname, source.dtype, dest.dtype, dest.numel())
-    operands = [Operand("source", source.dtype, ()), Operand("out", dest.dtype, (), role="out")]
-    steps = [Step("copy" if source.dtype == dest.dtype else "cast", ("source",), ("out",))]
+    """Stream drawn values (of `dest`'s dtype) through the cores into `dest`."""
+    key = ("random", qualname, dest.dtype, dest.numel())
+    operands = [Operand("source", dest.dtype, ()), Operand("out", dest.dtype, (), role="out")]
+    steps = [Step("copy", ("source",), ("out",))]
     _launch(key, lambda: row_program(qualname, dest.numel(), operands, steps), dest, {"source": source.reshape(-1)})
 
 
@@ -173,8 +173,10 @@ def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
 
     The random unit is modelled by the device generator (``torch.ring.manual_seed`` / ``get_rng_state``): the
     same distribution is drawn from its state, so seeding the device reproduces the values, and the kernel
-    streams them through the cores like any other operand. Continuous draws are made in float32 (the device's
-    widest arithmetic) and rounded once; integer and bool draws are made in the destination's own dtype.
+    streams them through the cores like any other operand. Draws are made in the destination's own dtype: the
+    samplers compute in float32 (or wider) and round once, and only in that dtype do they keep CPU's contract and
+    stream (uniform_ never returns ``to`` after rounding, normal_ draws float16 in CPU's order), so a seeded test
+    sees CPU's values.
     """
     sig = Signature.of(op)
     qualname = sig.qualname
@@ -185,8 +187,7 @@ def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
         if self.numel() == 0:
             return self
         values = sig.bind((self, *args), kwargs)
-        dtype = torch.float32 if self.dtype.is_floating_point and spec.aten != "random_" else self.dtype
-        source = _draws(self, dtype)
+        source = _draws(self, self.dtype)
         values[0] = source
         if has_generator:
             values[sig.index["generator"]] = _host_generator(values[sig.index["generator"]], self.device)
