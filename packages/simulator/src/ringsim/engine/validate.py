@@ -134,7 +134,7 @@ def _lower(
             raise fail(str(error), "fn") from None
         except Exception as error:  # an aten op refusing its arguments may raise any error type
             first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-            raise fail(f"fn {instruction.fn!r} refused its input tiles or attrs: {first_line}", "fn") from None
+            raise fail(f"fn {instruction.fn!r} refused its input tiles or attrs: {first_line}", "fn") from error
         if len(signature.shapes) != len(outputs):
             raise fail(
                 f"fn {instruction.fn!r} returns {len(signature.shapes)} tensors, but {len(outputs)} output tiles",

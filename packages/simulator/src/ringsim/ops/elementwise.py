@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ringsim.engine.compute import TILES_AS
 from ringsim.ops.calls import Signature
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, TooLargeError, row_program
@@ -20,10 +21,11 @@ from ringsim.ops.registry import DEVICE, OpSpec
 
 
 def meta_args(values: Values) -> list[Any]:
-    """The call's arguments with device tensors replaced by meta tensors of the same shape and dtype."""
+    """The call's arguments with device tensors (and host 0-dim ones, which torch lets mix with any device)
+    replaced by meta tensors of the same shape and dtype."""
 
     def meta(v: Any) -> Any:
-        if isinstance(v, torch.Tensor) and v.device.type == DEVICE:
+        if isinstance(v, torch.Tensor) and (v.device.type == DEVICE or _host_scalar(v)):
             return torch.empty(v.shape, dtype=v.dtype, device="meta")
         if isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
             return [meta(t) for t in v]
@@ -43,20 +45,20 @@ def scalar(value: Any) -> Any:
 
 
 def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any], bool]:
-    """Device tensors leading the schema become the compute's input tiles; everything else its attrs.
+    """Device tensors become the compute's input tiles; everything else its attrs.
 
-    The flag says the call's overload cannot take those attrs as they are (a host tensor became a number, an unset
+    A host 0-dim tensor ahead of a device tensor (``cpu_scalar + x``) is a tile too, moved to the device, as torch
+    allows; tiles that do not lead the schema (``pow(2, x)``) bind to their parameters by name (``tiles_as``). The
+    flag says the call's overload cannot take the attrs as they are (a host tensor became a number, an unset
     optional was left out), so the compute names the op packet and torch picks the overload.
     """
     positional: list[int] = []
     attrs: dict[str, Any] = {}
     substituted = False
+    last = max((i for i, v in enumerate(values) if _on_device(v)), default=-1)
     for i, (param, value) in enumerate(zip(sig.params, values, strict=True)):
-        on_device = isinstance(value, torch.Tensor) and value.device.type == DEVICE
-        if on_device and len(positional) == i:
+        if _on_device(value) or (i < last and param.kind == "tensor" and _host_scalar(value)):
             positional.append(i)
-        elif on_device:
-            raise NotImplementedError(f"{DEVICE}: aten::{sig.qualname} with a host scalar before a device tensor")
         elif value is not None or param.has_default:
             attrs[param.name] = scalar(value)
             substituted |= isinstance(value, torch.Tensor)
@@ -64,7 +66,17 @@ def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any
             # An unset optional without a default (div.Tensor_mode's rounding_mode): programs omit None attrs, and
             # the overload requires the argument, so the packet resolves the overload that lacks it (div.Tensor).
             substituted = True
+    if positional != list(range(len(positional))):
+        attrs[TILES_AS] = [sig.params[i].name for i in positional]
     return positional, attrs, substituted
+
+
+def _on_device(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == DEVICE
+
+
+def _host_scalar(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_cpu and value.dim() == 0
 
 
 def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
@@ -77,15 +89,26 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
         plan = build(spec, one, Signature.of(one), [values[0], values[bound]], key)
         operands = {"in0": _arg(0), "in1": _arg(bound)}
         return replace(plan, inputs=tuple((name, operands[name]) for name, _ in plan.inputs))
+    if spec.aten == "heaviside" and values[0].dtype != values[1].dtype:
+        # Tiles are widened before the compute, which would hide torch's contract for this op.
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     positional, attrs, substituted = split_call(sig, values)
     fn = spec.aten if substituted else sig.qualname
+    device = next((i for i in positional if _on_device(values[i])), None)
+    host = [i for i in positional if device is not None and _host_scalar(values[i])]
+    values = [_moved(v, values[device]) if i in host else v for i, v in enumerate(values)]
     finish = returns_first
     if out.numel() == 0:
         return Plan(key, None, (), (OutputSpec("out", shape, out.dtype),), finish)
     try:
-        return _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=True)
+        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=True)
     except TooLargeError:
-        return _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=False)
+        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=False)
+    if not host:
+        return plan
+    moving = {f"in{positional.index(i)}" for i in host}
+    inputs = tuple((name, _moving(get, device) if name in moving else get) for name, get in plan.inputs)
+    return replace(plan, inputs=inputs)
 
 
 def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: bool) -> Plan:
@@ -117,6 +140,15 @@ def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: 
     step = Step(fn, tuple(f"in{n}" for n in range(len(positional))), ("out",), attrs)
     program = row_program(fn, rows, operands, [step])
     return Plan(key, program, tuple(getters), (OutputSpec("out", shape, dtype),), returns_first)
+
+
+def _moved(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return value if value.device == like.device else value.to(like.device)
+
+
+def _moving(get, device: int):
+    """A host scalar operand's getter: the call's value, moved to the device of the call's device operand."""
+    return lambda values: _moved(get(values), values[device])
 
 
 def _arg(i: int):

@@ -44,7 +44,13 @@ class Plan:
             buffers = {name: _bind(get(values)) for name, get in self.inputs}
             for spec, out in zip(self.outputs, outs, strict=True):
                 buffers[spec.name] = _bind(out)
-            engine.launch(self.program, buffers, key=self.key)
+            try:
+                engine.launch(self.program, buffers, key=self.key)
+            except engine.ProgramError as error:
+                refused = error.__cause__
+                if isinstance(refused, (RuntimeError, ValueError, IndexError, TypeError)):
+                    raise refused from None  # the op refused its arguments: torch's own error, as on CPU
+                raise
         return self.finish(values, outs)
 
 

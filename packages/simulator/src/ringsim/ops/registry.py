@@ -144,6 +144,18 @@ def _op(aten: str, kind: Kind, *overloads: str, tol: Tolerance = _E, dtypes=FLOA
     return OpSpec(aten, overloads or ("default",), kind, tol, dtypes)
 
 
+SPECIAL_BINARY = (
+    "igamma",
+    "igammac",
+    "special_zeta",
+    "special_xlog1py",
+    *(f"special_{kind}_polynomial_{v}" for kind in ("chebyshev", "shifted_chebyshev") for v in "tuvw"),
+    "special_hermite_polynomial_h",
+    "special_hermite_polynomial_he",
+    "special_laguerre_polynomial_l",
+    "special_legendre_polynomial_p",
+)
+
 SPECS: tuple[OpSpec, ...] = (
     # binary arithmetic: one fp32 operation, one rounding (integers: exact)
     _ew("add", "Tensor", "Scalar", dtypes=ALL),
@@ -157,20 +169,25 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("fmax"),
     _ew("fmin"),
     _ew("fmod", "Tensor", "Scalar", dtypes=NUMBERS),
-    _ew("remainder", "Tensor", "Scalar", dtypes=NUMBERS),
-    _ew("pow", "Tensor_Tensor", "Tensor_Scalar", tol=_T, dtypes=NUMBERS),
+    _ew("remainder", "Tensor", "Scalar", "Scalar_Tensor", dtypes=NUMBERS),
+    _ew("pow", "Tensor_Tensor", "Tensor_Scalar", "Scalar", tol=_T, dtypes=NUMBERS),
     _ew("atan2", tol=_T),
     _ew("hypot", tol=_T),
     _ew("logaddexp", tol=_T),
     _ew("logaddexp2", tol=_T),
-    _ew("xlogy", "Tensor", "Scalar_Other", tol=_T),
+    _ew("xlogy", "Tensor", "Scalar_Other", "Scalar_Self", tol=_T),
     _ew("copysign", "Tensor", "Scalar", tol=_E),
     _ew("heaviside", tol=_E, dtypes=ALL),
+    # special functions of two arguments: fp32 library functions, then one rounding
+    *(_ew(name, tol=_T) for name in SPECIAL_BINARY),
     # integer and bit operations: exact
-    *(_ew(name, "Tensor", "Scalar", tol=_E, dtypes=BITS) for name in ("bitwise_and", "bitwise_or", "bitwise_xor")),
+    *(
+        _ew(name, "Tensor", "Scalar", "Scalar_Tensor", tol=_E, dtypes=BITS)
+        for name in ("bitwise_and", "bitwise_or", "bitwise_xor")
+    ),
     _ew("bitwise_not", tol=_E, dtypes=BITS),
-    _ew("bitwise_left_shift", "Tensor", "Tensor_Scalar", tol=_E, dtypes=INTS),
-    _ew("bitwise_right_shift", "Tensor", "Tensor_Scalar", tol=_E, dtypes=INTS),
+    _ew("bitwise_left_shift", "Tensor", "Tensor_Scalar", "Scalar_Tensor", tol=_E, dtypes=INTS),
+    _ew("bitwise_right_shift", "Tensor", "Tensor_Scalar", "Scalar_Tensor", tol=_E, dtypes=INTS),
     # Python's << and >> (and <<=, >>=): the same shifts under their operator names
     _ew("__lshift__", "Tensor", "Scalar", tol=_E, dtypes=INTS),
     _ew("__rshift__", "Tensor", "Scalar", tol=_E, dtypes=INTS),
@@ -440,6 +457,9 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
         )
     },
     "isfinite": ("isinf", "isnan", "logical_not"),
+    "igamma": ("igamma",),
+    "igammac": ("igammac",),
+    **{"special." + name.removeprefix("special_"): (name,) for name in SPECIAL_BINARY if name.startswith("special_")},
     "argsort": ("sort",),
     "msort": ("sort",),
     "fliplr": ("flip",),
