@@ -48,7 +48,7 @@ def test_scalar_first_overloads_run_on_the_device(call) -> None:
 
 def test_an_op_refusing_its_arguments_raises_torchs_error_not_a_program_error() -> None:
     a, b = torch.randn(4), torch.randn(4).half()
-    with pytest.raises(RuntimeError, match="^heaviside is not yet implemented for tensors with different dtypes"):
+    with pytest.raises(RuntimeError, match=r"^heaviside is not yet implemented for tensors with different dtypes"):
         torch.heaviside(a.to(DEVICE), b.to(DEVICE))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.arange(3).to(DEVICE) // torch.zeros(3, dtype=torch.int64).to(DEVICE)
