@@ -61,3 +61,35 @@ def test_a_comparison_failure_is_summarised_by_its_numbers_not_pasted() -> None:
         "results differ from the CPU reference: Mismatched elements: 2 / 120 (1.7%); "
         "Greatest absolute difference: 0.0005 at index (2, 4) (up to 1e-05 allowed)"
     )
+
+
+def test_module_rules_split_by_module_and_by_dtype_only_where_a_module_disagrees() -> None:
+    def case(module: str, dtype: str, outcome: str) -> dict:
+        nodeid = f"test/test_m.py::TestModuleRING::test_forward_{module}_ring_{dtype}"
+        return {"nodeid": nodeid, "module": module, "dtypes": [dtype], "outcome": outcome}
+
+    cases = [
+        case("nn.A", "float32", "passed"),
+        case("nn.A", "float16", "passed"),
+        case("nn.B", "float32", "failed"),
+        case("nn.B", "float16", "failed"),
+        case("nn.C", "float32", "passed"),
+        case("nn.C", "float16", "failed"),
+    ]
+    failures = {
+        "TestModuleRING::test_forward_nn.B_ring_float32": "NotImplementedError: ring: aten::b is not implemented",
+        "TestModuleRING::test_forward_nn.B_ring_float16": "NotImplementedError: ring: aten::b is not implemented",
+        "TestModuleRING::test_forward_nn.C_ring_float16": "results differ from the CPU reference: 1 / 4",
+    }
+    rule = {"names": ["TestModule::test_forward"], "only": {"modules": ["nn.A", "nn.B", "nn.C"]}, "mode": "xfail"}
+    rules = yaml.safe_load(_rewrite(rule, cases, failures, indent=""))
+    scopes = {(r["mode"], tuple(r["only"]["modules"]), tuple(r["only"].get("dtypes", ()))) for r in rules}
+    assert scopes == {
+        ("mandatory_success", ("nn.A",), ()),
+        ("mandatory_success", ("nn.C",), ("float32",)),
+        ("xfail_strict", ("nn.B",), ()),
+        ("xfail_strict", ("nn.C",), ("float16",)),
+    }
+    by_module = {r["only"]["modules"][0]: r.get("reason") for r in rules if r["mode"] == "xfail_strict"}
+    assert by_module["nn.B"].endswith("aten::b is not implemented")
+    assert by_module["nn.C"].startswith("results differ")

@@ -144,35 +144,45 @@ def _get(node, key: str):
 
 
 def _rewrite(rule: dict, cases: list[dict], failures: dict[str, str], indent: str) -> str:
-    """The rule split by observed outcome: one mandatory rule for what passes, one xfail_strict per cause."""
-    axis = "ops" if any(c.get("op") for c in cases) else "dtypes"
-    groups: dict[tuple[str, str], set[str]] = defaultdict(set)
-    outcome: dict[str, set[str]] = defaultdict(set)
+    """The rule split by observed outcome: one mandatory rule for what passes, one xfail_strict per cause.
+
+    Cases are told apart by their op (or module), and by dtype only where one op's dtypes disagree, so a rule never
+    marks a passing case strict-xfail or borrows another case's cause.
+    """
+    axis = "ops" if any(c.get("op") for c in cases) else "modules" if any(c.get("module") for c in cases) else None
+    observed: dict[tuple[str, str], str] = {}
     for case in cases:
-        value = case.get("op") if axis == "ops" else ",".join(case.get("dtypes") or []) or "-"
-        cause = failures.get(_short(case["nodeid"])) if case["outcome"] != "passed" else None
-        outcome[value].add(cause or "")
-    for value, causes in outcome.items():
-        failing = sorted(c for c in causes if c)
-        groups[("xfail_strict", failing[0]) if failing else ("mandatory_success", "")].add(value)
-    merged: dict[tuple[str, str], set[str]] = defaultdict(set)
-    reasons: dict[tuple[str, str], str] = {}
-    for (mode, cause), values in groups.items():
-        key = (mode, _key(cause))
-        merged[key] |= values
+        value = (case.get(axis[:-1]) if axis else None) or "-"
+        dtype = ",".join(case.get("dtypes") or []) or "-"
+        cause = failures.get(_short(case["nodeid"]), "failed") if case["outcome"] != "passed" else ""
+        observed.setdefault((value, dtype), cause)
+    units: dict[tuple[str, str], str] = {}  # (value, dtype or "*") -> cause ("" passes)
+    for value in sorted({v for v, _ in observed}):
+        mine = {d: c for (v, d), c in observed.items() if v == value}
+        if len({_key(c) for c in mine.values()}) == 1:
+            units[(value, "*")] = next(iter(mine.values()))
+        else:
+            units.update({(value, d): c for d, c in mine.items()})
+    merged: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    reasons: dict[tuple[str, str, str], str] = {}
+    for (value, dtype), cause in units.items():
+        key = ("xfail_strict" if cause else "mandatory_success", _key(cause), dtype)
+        merged[key].add(value)
         reasons.setdefault(key, cause)
     whole = len(merged) == 1
     out = []
-    for (mode, folded), values in sorted(merged.items()):
+    for (mode, folded, dtype), values in sorted(merged.items()):
         out.append(f"{indent}- names: {_flow(rule['names'])}\n")
         scope = dict(rule.get("only") or {})
-        if not whole and "-" not in values:
+        if not whole and axis and "-" not in values:
             scope[axis] = sorted(values)
+        if dtype != "*" and "," not in dtype and dtype != "-":
+            scope["dtypes"] = [dtype]
         if scope:
             out.append(f"{indent}  only: {{{', '.join(f'{k}: {_flow(v)}' for k, v in scope.items())}}}\n")
         out.append(f"{indent}  mode: {mode}\n")
         if mode != "mandatory_success":
-            out.append(f"{indent}  reason: {json.dumps(reasons[(mode, folded)])}\n")
+            out.append(f"{indent}  reason: {json.dumps(reasons[(mode, folded, dtype)])}\n")
         for extra in ("labels", "edits"):
             if rule.get(extra):
                 out.append(f"{indent}  {extra}: {json.dumps(rule[extra])}\n")
