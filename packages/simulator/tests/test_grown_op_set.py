@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from ringsim import profiling
 from ringsim.engine.dtypes import WIDENED_DTYPES
+from ringsim.ops.conformance import tensors
 from ringsim.ops.registry import by_packet, dtype_name
 
 DEVICE = "ring"
@@ -48,15 +49,6 @@ def small(dtype: torch.dtype, *shape: int) -> torch.Tensor:
     if dtype == torch.bool or not dtype.is_floating_point:
         return values(dtype, *shape) % 3 if dtype != torch.bool else values(dtype, *shape)
     return values(dtype, *shape) / 20
-
-
-def tensors(result: Any) -> list[torch.Tensor]:
-    """An op's results flattened (values and indices, tuples of indices), so every output is compared."""
-    if isinstance(result, torch.Tensor):
-        return [result]
-    if isinstance(result, (tuple, list)):
-        return [t for item in result for t in tensors(item)]
-    return []
 
 
 def moved(value: Any, device: str) -> Any:
