@@ -130,7 +130,11 @@ def _plan_edits(path: Path, root, by_rule, failures, regressions) -> list[tuple[
             if not cases:
                 continue
             if rule["mode"] == "mandatory_success":
-                regressions += [(c["nodeid"], failures[_short(c["nodeid"])]) for c in cases if c["outcome"] != "passed"]
+                regressions += [
+                    (c["nodeid"], failures.get(_short(c["nodeid"]), "failed"))
+                    for c in cases
+                    if c["outcome"] != "passed"
+                ]
                 continue
             text = _rewrite(rule, cases, failures, indent=" " * (rule_node.start_mark.column - 2))
             edits.append((rule_node.start_mark.line, rule_node.end_mark.line, text))

@@ -50,8 +50,9 @@ def _cast(source: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tenso
     return source if dtype is None else source.to(dtype)
 
 
-def _spread(indices: Sequence[torch.Tensor], positions: Sequence[int]) -> list[torch.Tensor | None]:
-    full: list[torch.Tensor | None] = [None] * (max(positions) + 1)
+def spread_indices(indices: Sequence[Any], positions: Sequence[int]) -> list[Any]:
+    """aten's index list: each index at the dim `positions` names, None for the dims taken whole."""
+    full: list[Any] = [None] * (max(positions, default=-1) + 1)
     for position, index in zip(positions, indices, strict=True):
         full[position] = index
     return full
@@ -59,14 +60,14 @@ def _spread(indices: Sequence[torch.Tensor], positions: Sequence[int]) -> list[t
 
 def _index_gather(source: torch.Tensor, *indices: torch.Tensor, positions: Sequence[int]) -> torch.Tensor:
     """``source[..., idx, ...]``: index tiles at the dims `positions` names, every other dim taken whole."""
-    return torch.ops.aten.index.Tensor(source, _spread(indices, positions))
+    return torch.ops.aten.index.Tensor(source, spread_indices(indices, positions))
 
 
 def _index_scatter(
     source: torch.Tensor, values: torch.Tensor, *indices: torch.Tensor, positions: Sequence[int], accumulate: bool
 ) -> torch.Tensor:
     """``source`` with ``values`` written (or added) at the indexed places."""
-    return torch.ops.aten.index_put.default(source, _spread(indices, positions), values, accumulate)
+    return torch.ops.aten.index_put.default(source, spread_indices(indices, positions), values, accumulate)
 
 
 #: The engine's own functions; `copy` keeps the dtype, `cast` rounds to the output tile's dtype; the index pair

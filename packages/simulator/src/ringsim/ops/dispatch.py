@@ -95,7 +95,8 @@ def _plan(
         _SLOTS[key] = _tensor_slots(values)
         return plan, prepared
     prepared = list(values)
-    for i in _SLOTS.get(key) or _tensor_slots(values):
+    slots = _SLOTS.get(key)
+    for i in _tensor_slots(values) if slots is None else slots:
         prepared[i] = _prepare(values[i])
     return plan, prepared
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from ringsim.ops import errors
+from ringsim.engine.compute import spread_indices
+from ringsim.ops import errors, layout
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.plan import OutputSpec, Plan, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
@@ -72,13 +73,6 @@ def _check_mask(source: torch.Tensor, mask: torch.Tensor, dim: int) -> None:
             )
 
 
-def _spread(positions: list[int], tensors: list[Any]) -> list[Any]:
-    full: list[Any] = [None] * (max(positions) + 1) if positions else []
-    for position, t in zip(positions, tensors, strict=True):
-        full[position] = t
-    return full
-
-
 def _program(name: str, inputs: list[tuple[str, torch.Tensor]], outputs: list[OutputSpec], steps: list[Step]):
     operands = [Operand(n, t.dtype, tuple(t.shape), split=False) for n, t in inputs]
     operands += [Operand(o.name, o.dtype, o.shape, split=False, role="out") for o in outputs]
@@ -108,7 +102,7 @@ def index_kernel(spec: OpSpec, qualname: str):
         positions, tensors = long_indices(self, list(indices))
         if not positions:
             return self.clone()
-        out = torch.ops.aten.index.Tensor(_meta(self), _spread(positions, [_meta(t) for t in tensors]))
+        out = torch.ops.aten.index.Tensor(_meta(self), spread_indices([_meta(t) for t in tensors], positions))
         if out.numel() == 0:
             return torch.empty(out.shape, dtype=self.dtype, device=self.device)
         key = ("index", _signature([self, *tensors]), tuple(positions))
@@ -120,13 +114,9 @@ def index_kernel(spec: OpSpec, qualname: str):
             program = _program("index", list(zip(names, [self, *tensors], strict=True)), outputs, [step])
             return Plan(key, program, _getters(len(names)), tuple(outputs), returns_first)
 
-        return _cached(key, make).run([_aligned(self), *tensors], self.device)
+        return _cached(key, make).run([_prepared(self), *tensors], self.device)
 
     return index
-
-
-def _aligned(t: torch.Tensor) -> torch.Tensor:
-    return t if aligned(t) else t.contiguous() if not t.is_contiguous() else t.clone()
 
 
 def index_put_kernel(spec: OpSpec, qualname: str):
@@ -145,7 +135,7 @@ def index_put_kernel(spec: OpSpec, qualname: str):
         if mask is not None:
             return self.masked_fill_(mask, values.reshape(()))
         positions, tensors = long_indices(self, list(indices))
-        meta_indices = _spread(positions, [_meta(t) for t in tensors])
+        meta_indices = spread_indices([_meta(t) for t in tensors], positions)
         torch.ops.aten.index_put.default(_meta(self), meta_indices, _meta(values), accumulate)  # torch's own checks
         if self.numel() == 0 or values.numel() == 0 or any(t.numel() == 0 for t in tensors):
             return self
@@ -160,11 +150,11 @@ def index_put_kernel(spec: OpSpec, qualname: str):
             return Plan(key, program, _getters(len(names)), tuple(outputs), returns_first)
 
         plan = _cached(key, make)
-        source = _aligned(self)
+        source = _prepared(self)
         if source is self:
-            plan.run([self, _aligned(values), *tensors], self.device, into=[self])
+            plan.run([self, _prepared(values), *tensors], self.device, into=[self])
         else:
-            self.copy_(plan.run([source, _aligned(values), *tensors], self.device))
+            self.copy_(plan.run([source, _prepared(values), *tensors], self.device))
         return self
 
     return index_put_
@@ -183,6 +173,11 @@ def _fill_mask(source: torch.Tensor, indices: list[torch.Tensor | None]) -> torc
     _check_mask(source, mask, lead)
     mask = _on_device(mask, source.device)
     return mask.reshape(*mask.shape, *([1] * (source.dim() - lead - mask.dim())))
+
+
+def _prepared(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous, stick-aligned operand, as every kernel reads it (a restickify or copy when it is not)."""
+    return t if aligned(t) else layout.contiguous(t)
 
 
 def _count(t: torch.Tensor) -> int:
@@ -205,7 +200,7 @@ def nonzero_kernel(spec: OpSpec, qualname: str):
                 key, _program("nonzero", [("in0", self)], outputs, [step]), _getters(1), tuple(outputs), returns_first
             )
 
-        return _cached(key, make).run([_aligned(self)], self.device)
+        return _cached(key, make).run([_prepared(self)], self.device)
 
     return nonzero
 
@@ -217,8 +212,8 @@ def masked_select_kernel(spec: OpSpec, qualname: str):
         if mask.dtype != torch.bool:
             raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype}")
         shape = torch.broadcast_shapes(self.shape, mask.shape)
-        x = self.expand(shape).contiguous() if tuple(self.shape) != tuple(shape) else _aligned(self)
-        m = mask.expand(shape).contiguous() if tuple(mask.shape) != tuple(shape) else _aligned(mask)
+        x = self.expand(shape).contiguous() if tuple(self.shape) != tuple(shape) else _prepared(self)
+        m = mask.expand(shape).contiguous() if tuple(mask.shape) != tuple(shape) else _prepared(mask)
         n = _count(m) if m.numel() else 0
         if n == 0:
             return torch.empty((0,), dtype=self.dtype, device=self.device)
