@@ -3,6 +3,7 @@ partially overlapping in-place writes, and the conformance check's dtype asserti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -199,3 +200,19 @@ def test_conformance_reports_a_wrong_output_dtype() -> None:
     assert conformance.check(right) is None
     argmax = conformance.Case(lambda x: torch.argmax(x), "argmax", torch.float16, 0, sample)
     assert conformance.check(argmax) is None
+
+
+def test_out_follows_torchs_cast_rule() -> None:
+    """out= refuses an unsafe cast exactly as CPU does, and allows the safe ones."""
+    x = torch.randn(3)
+    d = x.to("ring")
+    for dtype in (torch.int64, torch.float32, torch.float16):
+        cpu_out, ring_out = torch.empty(0, dtype=dtype), torch.empty(0, dtype=dtype, device="ring")
+        try:
+            torch.add(x, x, out=cpu_out)
+        except RuntimeError as error:
+            with pytest.raises(RuntimeError, match=re.escape(str(error))):
+                torch.add(d, d, out=ring_out)
+            continue
+        torch.add(d, d, out=ring_out)
+        assert torch.equal(ring_out.cpu(), cpu_out)

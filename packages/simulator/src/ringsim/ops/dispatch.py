@@ -140,6 +140,8 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         outs = [named[name] for name in out_names]
         values = [named[p.name] for p in sig.params]
         plan, prepared = _plan(spec, functional, sig, values, build, qualname)
+        if spec.kind is Kind.ELEMENTWISE:
+            _check_cast(plan, outs)
         direct = all([_check_overlap(spec, out, values) for out in outs])  # a list: every out is checked
         shapes = _result_shapes(plan, functional, sig, values)
         for out, shape in zip(outs, shapes, strict=True):
@@ -219,6 +221,24 @@ def _dense(t: torch.Tensor) -> bool:
             return False
         expected *= size
     return True
+
+
+#: TensorIterator's names for dtypes, as its errors spell them.
+_SCALAR_TYPE = {
+    torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int",
+    torch.int64: "Long", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float32: "Float",
+    torch.float64: "Double",
+}  # fmt: skip
+
+
+def _check_cast(plan: Plan, outs: list[torch.Tensor]) -> None:
+    """An elementwise out= refuses an unsafe cast of the result into `out`, as TensorIterator does on CPU."""
+    for spec, out in zip(plan.outputs, outs, strict=False):
+        if not torch.can_cast(spec.dtype, out.dtype):
+            raise RuntimeError(
+                f"result type {_SCALAR_TYPE.get(spec.dtype, spec.dtype)} can't be cast to the desired output type "
+                f"{_SCALAR_TYPE.get(out.dtype, out.dtype)}"
+            )
 
 
 def _check_inplace(op: torch._ops.OpOverload, sig: Signature, values: list[Any]) -> None:
