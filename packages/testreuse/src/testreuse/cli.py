@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testreuse.errors import ConfigError
-from testreuse.loader import load_plan, resolve_torch_root
+from testreuse.loader import resolve_torch_root
 from testreuse.model import Mode
 from testreuse.schema import config_schema_text
-from testreuse.validate import check_plan, ignored_export_ops
+from testreuse.validate import ignored_export_ops, validate
 
 
 class ExitCode(enum.IntEnum):
@@ -29,6 +30,11 @@ class ExitCode(enum.IntEnum):
     STALE = 5
 
 
+# pytest's exit codes for a collection that finished: OK, and NO_TESTS_COLLECTED (every case deselected).
+COLLECTED = (0, 5)
+COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (.+?) _+$")
+
+
 class CliError(Exception):
     def __init__(self, message: str, code: ExitCode, hint: str | None = None) -> None:
         super().__init__(message)
@@ -37,15 +43,14 @@ class CliError(Exception):
 
 
 def _validate(args: argparse.Namespace) -> int:
-    plan = load_plan(args.paths, resolve_torch_root(args.torch_root))
-    problems = check_plan(plan)
-    if problems:
-        raise ConfigError(problems)
+    plan = validate(args.paths, resolve_torch_root(args.torch_root), run_commands=args.run_capabilities)
     rules = sum(len(f.rules) for f in plan.files.values())
     print(f"ok: {len(plan.sources)} config file(s), {len(plan.files)} upstream file(s), {rules} rule placement(s)")
     ignored = ignored_export_ops(plan)
     if ignored:
         print(f"note: {len(ignored)} exported op(s) are not OpInfo names and narrow nothing: {', '.join(ignored)}")
+    for command in plan.capabilities.unrun_commands:
+        print(f"note: capabilities command not run: {command} (pass --run-capabilities to check its export)")
     return ExitCode.OK
 
 
@@ -65,12 +70,30 @@ def _collect(args: argparse.Namespace) -> list[dict]:
         done = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, check=False)
         if args.debug:
             sys.stderr.write(done.stdout + done.stderr)
-        if not plan_file.exists():
+        if done.returncode not in COLLECTED or not plan_file.exists():
             output = (done.stdout + done.stderr).splitlines()
-            errors = [line.removeprefix("ERROR: ") for line in output if line.startswith("ERROR: ")]
-            message = errors[0] if errors else (output[-1] if output else f"pytest exited with {done.returncode}")
-            raise CliError(message, ExitCode.COLLECTION_FAILED, hint="rerun with --debug for pytest's output")
+            raise CliError(
+                _collection_failure(output, done.returncode),
+                ExitCode.COLLECTION_FAILED,
+                hint="rerun with --debug for pytest's output",
+            )
         return [json.loads(line) for line in plan_file.read_text(encoding="utf-8").splitlines()]
+
+
+def _collection_failure(output: list[str], returncode: int) -> str:
+    """One line for a failed collection: pytest's usage error, else every upstream file that failed to collect."""
+    usage = [line.removeprefix("ERROR: ") for line in output if line.startswith("ERROR: ")]
+    if usage:
+        return usage[0]
+    files = []
+    for index, line in enumerate(output):
+        header = COLLECT_ERROR.match(line)
+        if header:
+            detail = next((text.strip() for text in output[index + 1 :] if text.strip()), "")
+            files.append(f"{header.group(1)} ({detail})")
+    if files:
+        return f"{len(files)} upstream file(s) failed to collect: " + "; ".join(files)
+    return output[-1] if output else f"pytest exited with {returncode}"
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -128,6 +151,11 @@ def _collection_options(parser: argparse.ArgumentParser) -> None:
 def _setup_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="config file or directory")
     parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    parser.add_argument(
+        "--run-capabilities",
+        action="store_true",
+        help="run `capabilities.command` and check its export too (by default no command is run)",
+    )
 
 
 def _setup_list(parser: argparse.ArgumentParser) -> None:

@@ -126,9 +126,9 @@ def expand_path(pattern: str, torch_root: Path, config_dir: Path) -> list[Path]:
     return matches
 
 
-def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path) -> Plan:
+def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run_commands: bool = True) -> Plan:
     """Merge configs in order: rules concatenate (later wins ties), later `unlisted_test_mode` and capability keys win,
-    labels unite."""
+    labels unite. `run_commands=False` leaves capability export commands unrun (see resolve_capabilities)."""
     sources = config_files(inputs)
     problems: list[Problem] = []
     labels: list[str] = []
@@ -167,7 +167,7 @@ def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path) -> Pla
             order += len(entry.tests)
     capabilities = None
     try:
-        capabilities = resolve_capabilities(capability_layers)
+        capabilities = resolve_capabilities(capability_layers, run_commands=run_commands)
     except ConfigError as exc:
         problems.extend(exc.problems)
     if problems:

@@ -92,11 +92,17 @@ class Edits(Strict):
 
 
 class Scope(Strict):
-    """Restrict a rule to some cases of its tests (by op, dtype or module)."""
+    """Restrict a rule to some cases of its tests (by op, dtype or module); an empty scope would match nothing."""
 
-    ops: list[str] | None = None
-    dtypes: list[DtypeName] | None = None
-    modules: list[str] | None = None
+    ops: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
+    dtypes: list[DtypeName] | None = Field(None, min_length=1)
+    modules: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Scope:
+        if self.ops is None and self.dtypes is None and self.modules is None:
+            raise ValueError("an empty scope matches no case: give ops, dtypes or modules")
+        return self
 
 
 class Rule(Strict):

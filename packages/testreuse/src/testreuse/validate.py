@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
 
 from testreuse.catalog import module_names, op_names
-from testreuse.errors import Problem, format_path
-from testreuse.loader import PlacedRule, Plan
+from testreuse.errors import ConfigError, Problem, format_path
+from testreuse.loader import PlacedRule, Plan, load_plan
 from testreuse.model import EXACT_NAME
 from testreuse.rules import name_matches
 from testreuse.upstream import generic_tests
+
+
+def validate(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run_commands: bool = False) -> Plan:
+    """What `testreuse validate` checks, as a function: the merged plan, or ConfigError with every problem.
+
+    Export commands run only when asked: checking a config must not execute what it names."""
+    plan = load_plan(inputs, torch_root, run_commands=run_commands)
+    problems = check_plan(plan)
+    if problems:
+        raise ConfigError(problems)
+    return plan
 
 
 def check_plan(plan: Plan) -> list[Problem]:
@@ -51,9 +65,11 @@ def _check_test_names(plan: Plan) -> list[Problem]:
     for path, file_plan in plan.files.items():
         try:
             tests = generic_tests(path)
-        except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
+            # ValueError: null bytes; RecursionError and MemoryError: nesting too deep for Python's own parser
             where = file_plan.entry_locations[0]
-            problems.append(Problem(where, "path", f"cannot parse upstream file {path.name}: {exc}"))
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(Problem(where, "path", f"cannot parse upstream file {path.name}: {why}"))
             continue
         for placed in file_plan.rules:
             known[placed.order] |= tests

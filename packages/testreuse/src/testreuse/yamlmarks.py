@@ -1,4 +1,9 @@
-"""YAML parsing that keeps the line and column of every node and rejects duplicate keys."""
+"""YAML parsing that keeps the line and column of every node and rejects duplicate keys.
+
+Hostile input is refused with a located error, never a RecursionError or a hang: nesting is bounded while composing
+(PyYAML composes recursively) and while converting (aliases can stack nesting), a node that contains itself through
+an alias is refused, and alias expansion has a node budget (nine levels of nine aliases expand to 387 million nodes).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,9 @@ import yaml
 from testreuse.errors import ConfigError, Location, Problem, format_path
 
 Path = tuple[str | int, ...]
+
+MAX_DEPTH = 100
+MAX_NODES = 200_000
 
 
 class MarkedDocument:
@@ -35,16 +43,49 @@ def _location(file: str, node: yaml.Node) -> Location:
     return Location(file, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """A SafeLoader whose composer refuses nesting deeper than MAX_DEPTH instead of overflowing the stack."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nesting deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+class _Walk:
+    """State of one conversion: positions found, problems, and the budget that bounds alias expansion."""
+
+    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.values: dict[Path, Location] = {}
+        self.keys: dict[Path, Location] = {}
+        self.problems: list[Problem] = []
+        self.open: set[int] = set()
+        self.nodes = 0
+
+
+def _refuse(file: str, node: yaml.Node, message: str) -> ConfigError:
+    return ConfigError([Problem(_location(file, node), "", f"invalid YAML: {message}")])
+
+
 def parse_yaml(text: str, file: str) -> MarkedDocument:
     """Parse one YAML document; syntax errors and duplicate keys raise ConfigError with positions."""
     loader = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _BoundedLoader(text)
         node = loader.get_single_node()
-        values: dict[Path, Location] = {}
-        keys: dict[Path, Location] = {}
-        problems: list[Problem] = []
-        data = _convert(loader, node, (), file, values, keys, problems) if node is not None else None
+        walk = _Walk(loader, file)
+        data = _convert(walk, node, ()) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
@@ -55,44 +96,46 @@ def parse_yaml(text: str, file: str) -> MarkedDocument:
     finally:
         if loader is not None:
             loader.dispose()
-    if problems:
-        raise ConfigError(problems)
-    return MarkedDocument(file, data, values, keys)
+    if walk.problems:
+        raise ConfigError(walk.problems)
+    return MarkedDocument(file, data, walk.values, walk.keys)
 
 
-def _convert(
-    loader: yaml.SafeLoader,
-    node: yaml.Node,
-    path: Path,
-    file: str,
-    values: dict[Path, Location],
-    keys: dict[Path, Location],
-    problems: list[Problem],
-) -> Any:
-    values[path] = _location(file, node)
-    if isinstance(node, yaml.MappingNode):
-        result: dict[Any, Any] = {}
-        seen: dict[Any, Location] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str | int | float | bool) or key is None:
-                problems.append(Problem(_location(file, key_node), format_path(path), "mapping keys must be scalars"))
-                continue
-            here = _location(file, key_node)
-            if key in seen:
-                first = seen[key]
-                problems.append(
-                    Problem(here, format_path((*path, str(key))), f"duplicate key (first defined at line {first.line})")
-                )
-                continue
-            seen[key] = here
-            child = (*path, str(key))
-            keys[child] = here
-            result[key] = _convert(loader, value_node, child, file, values, keys, problems)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [
-            _convert(loader, item, (*path, index), file, values, keys, problems)
-            for index, item in enumerate(node.value)
-        ]
-    return loader.construct_object(node, deep=True)
+def _convert(walk: _Walk, node: yaml.Node, path: Path) -> Any:
+    walk.nodes += 1
+    if walk.nodes > MAX_NODES:
+        raise _refuse(walk.file, node, f"more than {MAX_NODES} nodes after alias expansion")
+    if len(path) > MAX_DEPTH:
+        raise _refuse(walk.file, node, f"nesting deeper than {MAX_DEPTH} levels after alias expansion")
+    walk.values[path] = _location(walk.file, node)
+    if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        return walk.loader.construct_object(node, deep=True)
+    if id(node) in walk.open:
+        raise _refuse(walk.file, node, "an alias refers to a node that contains it")
+    walk.open.add(id(node))
+    try:
+        if isinstance(node, yaml.SequenceNode):
+            return [_convert(walk, item, (*path, index)) for index, item in enumerate(node.value)]
+        return _mapping(walk, node, path)
+    finally:
+        walk.open.discard(id(node))
+
+
+def _mapping(walk: _Walk, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    seen: dict[Any, Location] = {}
+    for key_node, value_node in node.value:
+        here = _location(walk.file, key_node)
+        key = walk.loader.construct_object(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+        if not isinstance(key, str | int | float | bool):
+            walk.problems.append(Problem(here, format_path(path), "mapping keys must be scalars"))
+            continue
+        if key in seen:
+            message = f"duplicate key (first defined at line {seen[key].line})"
+            walk.problems.append(Problem(here, format_path((*path, str(key))), message))
+            continue
+        seen[key] = here
+        child = (*path, str(key))
+        walk.keys[child] = here
+        result[key] = _convert(walk, value_node, child)
+    return result
