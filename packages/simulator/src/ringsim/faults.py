@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Literal
 
+from ringsim import replay
+
 ENV_VAR = "RINGSIM_FAULT"
 FAULT_KINDS = ("abort", "hang", "transient", "wrong")
 FaultKind = Literal["abort", "hang", "transient", "wrong"]
@@ -61,6 +63,7 @@ def inject(kind: FaultKind, at_kernel: int) -> None:
         raise FaultConfigError(f"inject: at_kernel must be an integer >= 1, got {at_kernel!r}")
     with _lock:
         _faults()[at_kernel] = kind
+        _sync_replay()
 
 
 def load_env() -> None:
@@ -69,6 +72,7 @@ def load_env() -> None:
     armed = parse_spec(os.environ.get(ENV_VAR, ""))
     with _lock:
         _armed = armed
+        _sync_replay()
 
 
 def clear() -> None:
@@ -76,11 +80,18 @@ def clear() -> None:
     global _armed
     with _lock:
         _armed = {}
+        _sync_replay()
 
 
 def kernels_launched() -> int:
     """Kernels launched in this process so far; faults count against this, and `reset_stats()` does not reset it."""
-    return _launched
+    return _launched + replay.launches()
+
+
+def _sync_replay() -> None:
+    """Keep calls out of the native replay while a fault is armed for a launch still to come."""
+    launched = kernels_launched()
+    replay.block(replay.FAULTS_PENDING, any(number > launched for number in _faults()))
 
 
 def on_launch() -> FaultKind | None:
@@ -88,8 +99,9 @@ def on_launch() -> FaultKind | None:
     global _launched
     with _lock:
         _launched += 1
-        number = _launched
+        number = kernels_launched()
         kind = _faults().get(number)
+        _sync_replay()
     if kind is None or kind == "wrong":
         return kind
     message = f"ringsim: injected fault {kind!r} at kernel {number}"

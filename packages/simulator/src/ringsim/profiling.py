@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from ringsim import replay
+
 if TYPE_CHECKING:
     from .engine.report import KernelReport
 
@@ -72,16 +74,16 @@ class _Totals:
         self.launches: dict[int, list[Any]] = {}
         self.folded = _Sums()
 
-    def add(self, report: KernelReport) -> None:
+    def add(self, report: KernelReport, count: int = 1) -> None:
         entry = self.launches.get(id(report))
         if entry is not None:
-            entry[1] += 1
+            entry[1] += count
             return
         if len(self.launches) >= self.FOLD_AT:
-            for folded_report, count in self.launches.values():
-                self.folded.add(folded_report, count)
+            for folded_report, launched in self.launches.values():
+                self.folded.add(folded_report, launched)
             self.launches.clear()
-        self.launches[id(report)] = [report, 1]
+        self.launches[id(report)] = [report, count]
 
     def as_dict(self) -> dict[str, Any]:
         sums = self.folded.copy()
@@ -127,6 +129,8 @@ class Profile:
 _lock = threading.Lock()
 _totals = _Totals()
 _active: list[Profile] = []
+#: Reports of programs the native replay may run, by the id it counts their launches under.
+_replayable: dict[int, KernelReport] = {}
 
 
 def record(report: KernelReport) -> None:
@@ -137,9 +141,22 @@ def record(report: KernelReport) -> None:
             active.reports.append(report)
 
 
+def replay_id(report: KernelReport) -> int:
+    """The id the native replay counts launches of `report`'s program under (kept, so the id stays unique)."""
+    with _lock:
+        _replayable[id(report)] = report
+    return id(report)
+
+
+def _charge_replays() -> None:
+    for report_id, count in replay.drain():
+        _totals.add(_replayable[report_id], count)
+
+
 def stats() -> dict[str, Any]:
     """Totals since the last `reset_stats()`: kernels, cycles by activity, bytes, sticks, FLOPs, per kernel name."""
     with _lock:
+        _charge_replays()
         return _totals.as_dict()
 
 
@@ -147,6 +164,7 @@ def reset_stats() -> None:
     """Start the cumulative totals again from zero."""
     global _totals
     with _lock:
+        replay.drain()
         _totals = _Totals()
 
 
@@ -156,8 +174,10 @@ def profile() -> Iterator[Profile]:
     active = Profile()
     with _lock:
         _active.append(active)
+        replay.block(replay.PROFILING, True)
     try:
         yield active
     finally:
         with _lock:
             _active.remove(active)
+            replay.block(replay.PROFILING, bool(_active))

@@ -4,6 +4,7 @@
 #include <torch/extension.h>
 
 #include "HostView.h"
+#include "Replay.h"
 #include "RingGenerator.h"
 #include "runtime/Devices.h"
 
@@ -61,4 +62,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "A flat uint8 CPU tensor over the whole untyped storage behind the ring tensor.");
   m.def("default_generator", &default_generator, pybind11::arg("device"));
   m.def("host_generator", &ringsim::host_generator, pybind11::arg("generator"));
+  ringsim::replay::bind(m);
 }

@@ -49,6 +49,7 @@ class Action:
     end: int = 0
     link: tuple[int, int] | None = None
     fn: compute.ComputeFn | None = None
+    name: str = ""
     inputs: tuple[torch.Tensor, ...] = ()
     outputs: tuple[torch.Tensor, ...] = ()
     attrs: Mapping[str, Any] | None = None
@@ -81,6 +82,7 @@ def bind(
                 Action(
                     "compute",
                     fn=step.fn,
+                    name=step.name,
                     inputs=tuple(views[(core, name)][1] for name in step.reads),
                     outputs=tuple(views[(core, name)][1] for name in step.writes),
                     attrs=step.attrs,

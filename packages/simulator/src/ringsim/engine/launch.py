@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .. import faults, profiling
+from .. import faults, profiling, replay
 from . import executor
 from .model import DEFAULT_MODEL, DeviceModel
 from .program import Program, parse_program
+from .replay import export
 from .report import KernelReport
 from .timing import simulate
 from .validate import Step, validate
@@ -33,6 +35,23 @@ class Plan:
 
 _cache: dict[Hashable, Program] = {}
 _lock = threading.RLock()
+replay.set_lock(_lock)
+#: Open `recording()` blocks, innermost last; each sees every launch made while it is open.
+_recordings: list[list[tuple[dict[str, torch.Tensor], list[Any] | None, int]]] = []
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[dict[str, torch.Tensor], list[Any] | None, int]]]:
+    """Collect the launches made inside the block: bound buffers, replay actions (or None) and report id.
+
+    What a kernel call launched is what the native replay needs to run the call again without Python.
+    """
+    launches: list[tuple[dict[str, torch.Tensor], list[Any] | None, int]] = []
+    _recordings.append(launches)
+    try:
+        yield launches
+    finally:
+        _recordings.remove(launches)
 
 
 def plan(program: Program, model: DeviceModel = DEFAULT_MODEL) -> Plan:
@@ -125,6 +144,10 @@ def launch(
         if fault == "wrong" and planned.last_write is not None:
             _corrupt(planned.last_write, buffers)
     profiling.record(planned.report)
+    if _recordings:
+        entry = (dict(buffers), export(planned.actions), profiling.replay_id(planned.report))
+        for launches in _recordings:
+            launches.append(entry)
     return planned.report
 
 
@@ -137,6 +160,7 @@ def launch_cached(
 
 
 def clear_cache() -> None:
-    """Forget every keyed program."""
+    """Forget every keyed program, and the native replays built on them."""
     with _lock:
         _cache.clear()
+        replay.clear()

@@ -34,6 +34,8 @@ class Step:
     sticks: int = 0
     peer: int | None = None
     fn: ComputeFn | None = None
+    #: The program's fn name (`add`, `sum.dim_IntList`, `copy`): `fn` may be a bound twin of what it names.
+    name: str = ""
     attrs: Mapping[str, Any] = field(default_factory=dict)
     work: ComputeWork | None = None
     copy_results: bool = False
@@ -128,6 +130,7 @@ def _lower(
         outputs = [tile(name, "output") for name in instruction.outputs]
         try:
             step.fn = resolve_fn(instruction.fn)
+            step.name = instruction.fn
             step.attrs = decode_attrs(instruction.attrs)
             signature = _signature(instruction.fn, step.fn, [(spec.shape, spec.dtype) for spec in inputs], step.attrs)
         except FnError as error:

@@ -6,7 +6,19 @@ from typing import Any
 
 import torch
 
-from ringsim.ops import along_dim, creation, dispatch, elementwise, errors, general, indexing, matmul, movement, rows
+from ringsim.ops import (
+    along_dim,
+    creation,
+    dispatch,
+    elementwise,
+    errors,
+    fastpath,
+    general,
+    indexing,
+    matmul,
+    movement,
+    rows,
+)
 from ringsim.ops.calls import Signature
 from ringsim.ops.plan import Plan
 from ringsim.ops.registry import SPECS, Kind, OpSpec
@@ -50,9 +62,9 @@ _libraries: list[torch.library.Library] = []
 
 def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
     if spec.aten == "fill_":
-        return creation.fill_kernel(spec, qualname)
+        return fastpath.replayed(creation.fill_kernel(spec, qualname))
     if spec.aten == "zero_":
-        return creation.zero_kernel(spec, qualname)
+        return fastpath.replayed(creation.zero_kernel(spec, qualname))
     if spec.aten == "arange":
         return creation.arange_kernel(spec, qualname)
     if spec.aten in ("linspace", "logspace", "range"):
@@ -94,9 +106,9 @@ def register() -> None:
             else:
                 build = _BUILDERS.get(spec.aten) or _BY_KIND[spec.kind]
                 if variant.role == "functional":
-                    kernel = dispatch.functional_kernel(spec, variant.op, build)
+                    kernel = fastpath.replayed(dispatch.functional_kernel(spec, variant.op, build))
                 elif variant.role == "inplace":
-                    kernel = dispatch.inplace_kernel(spec, variant.op, variant.functional, build)
+                    kernel = fastpath.replayed(dispatch.inplace_kernel(spec, variant.op, variant.functional, build))
                 else:
                     kernel = dispatch.out_kernel(spec, variant.op, variant.functional, build)
             lib.impl(variant.qualname, kernel, "PrivateUse1")
