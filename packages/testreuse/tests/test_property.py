@@ -1,9 +1,15 @@
-"""Generated malformed configs: always one-line errors and a non-zero exit, never a traceback."""
+"""Generated configs, valid and not: always one-line errors and a non-zero exit, never a traceback.
+
+The documents follow the config's shape closely enough to get past the model into the checks that need a real tree
+(test names against the upstream syntax tree, globs, op names), with wrong values, deep nesting and aliases mixed in.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,27 +29,115 @@ SCALARS = st.one_of(
 VALUES = st.recursive(
     SCALARS,
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
-    max_leaves=12,
+    max_leaves=40,
+)
+
+
+def maybe(valid: st.SearchStrategy, odds: int = 12) -> st.SearchStrategy:
+    """`valid` with odds `odds` to 1, else any value at all: a document is wrong in few places, so most reach the
+    checks that need the tree."""
+    return st.sampled_from([True] * odds + [False]).flatmap(lambda keep: valid if keep else VALUES)
+
+
+NAMES = st.sampled_from(
+    ["TestSmall::test_fill", "TestSmall::test_op", "TestSmall::test_.*", "TestOther::test_x", "TestSmall::test_gone",
+     "TestSmall::nothing.*", "Test.*::test_plain", "(", "TestSmall::test_op|TestOther::.*"]
+)  # fmt: skip
+PATHS = st.sampled_from(
+    ["${TORCH_ROOT}/test/test_small.py"] * 4 + ["${TORCH_ROOT}/test/test_*.py", "${TORCH_ROOT}/test/test_broken.py",
+     "${TORCH_ROOT}/test/missing.py", "torch_root/test/test_other.py", "${TORCH_ROOT}/**/*.py", "${HOME}/x.py"]
+)  # fmt: skip
+MODES = st.sampled_from(["mandatory_success"] * 4 + ["xfail", "xfail_strict", "skip", "sometimes"])
+DTYPE_NAMES = st.sampled_from(["float32", "int64", "bfloat16", "bool", "flaot32"])
+OP_NAMES = st.sampled_from(["add", "mul", "sin", "div.floor_rounding", "addd", "_to_copy"])
+MODULE_NAMES = st.sampled_from(["nn.Linear", "nn.GRU", "NoSuchModule"])
+DTYPE = st.fixed_dictionaries({"name": maybe(DTYPE_NAMES)})
+NAMED = st.fixed_dictionaries({"name": maybe(st.one_of(OP_NAMES, MODULE_NAMES))})
+SCOPE = st.fixed_dictionaries(
+    {"ops": st.lists(OP_NAMES, min_size=1, max_size=2)},
+    optional={"dtypes": st.lists(DTYPE_NAMES, max_size=2), "modules": st.lists(MODULE_NAMES, max_size=2)},
+)
+EDITS = st.fixed_dictionaries(
+    {},
+    optional={
+        "dtypes": st.fixed_dictionaries({}, optional={"include": st.lists(DTYPE), "exclude": st.lists(DTYPE)}),
+        "ops": st.fixed_dictionaries({}, optional={"exclude": st.lists(NAMED, max_size=2)}),
+        "samples": st.fixed_dictionaries({"exclude": st.lists(st.fixed_dictionaries({"shape": st.just([5, 5])}))}),
+        "precision": st.lists(
+            st.fixed_dictionaries({"op": OP_NAMES, "dtype": DTYPE_NAMES, "atol": st.just(0.1), "rtol": st.just(0.0)}),
+            max_size=2,
+        ),
+    },
+)
+RULE = st.fixed_dictionaries(
+    {"names": maybe(st.lists(NAMES, min_size=1, max_size=3)), "mode": maybe(MODES)},
+    optional={"reason": st.sampled_from(["why", "why", ""]), "only": maybe(SCOPE), "edits": maybe(EDITS)},
+)
+ENTRY = st.fixed_dictionaries(
+    {"path": maybe(PATHS)},
+    optional={"unlisted_test_mode": MODES, "tests": st.lists(maybe(RULE), min_size=1, max_size=3)},
+)
+GLOBAL = st.fixed_dictionaries(
+    {},
+    optional={
+        "supported_dtypes": st.lists(DTYPE, max_size=3),
+        "supported_ops": st.lists(st.fixed_dictionaries({"name": OP_NAMES}), max_size=3),
+        "capabilities": st.sampled_from([{"file": "caps.yaml"}, {"file": "latin1.yaml"}, {"command": "x"}, {}]),
+    },
+)
+SUITE = st.fixed_dictionaries(
+    {"files": st.lists(ENTRY, min_size=1, max_size=3)}, optional={"labels": st.lists(st.sampled_from(["trunk", "x"]))}
+).flatmap(lambda suite: st.one_of(st.just(suite), GLOBAL.map(lambda g: {**suite, "global": g})))
+SHAPED = st.fixed_dictionaries({"test_suite_config": maybe(SUITE, odds=30)}).map(yaml.safe_dump)
+NESTED = st.integers(1, 400).flatmap(
+    lambda n: st.sampled_from(
+        [
+            "test_suite_config: " + "[" * n + "]" * n,
+            "test_suite_config: " + "{a: " * n + "}" * n,
+            "test_suite_config:\n" + "".join(f"{'  ' * (i + 1)}k:\n" for i in range(n)),
+        ]
+    )
+)
+ALIASED = st.sampled_from([2, 3, 8]).map(
+    lambda n: "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}' if i else 'x'] * n)}]\n" for i in range(n))
 )
 DOCUMENTS = st.one_of(
-    st.dictionaries(st.just("test_suite_config"), VALUES, min_size=1).map(yaml.safe_dump),
-    VALUES.map(yaml.safe_dump),
-    st.text(max_size=60),
-)
+    *[SHAPED] * 6, VALUES.map(yaml.safe_dump), NESTED, ALIASED, st.text(max_size=60),
+    st.just("test_suite_config:\n  labels: &a [*a]\n"),
+)  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=DOCUMENTS)
-def test_malformed_configs_give_one_line_errors(tmp_path: Path, capsys, text: str) -> None:
+def test_generated_configs_give_one_line_errors_and_reach_the_tree_checks(
+    tmp_path: Path, torch_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (torch_root / "test" / "test_other.py").write_text("class TestOther:\n    def test_x(self): pass\n")
+    (torch_root / "test" / "test_broken.py").write_text("class TestBroken(:\n")
+    (tmp_path / "caps.yaml").write_text("supported_dtypes: [{name: float32}]\n")
+    (tmp_path / "latin1.yaml").write_bytes(b"supported_dtypes: [{name: caf\xe9}]\n")
+    seen: Counter[str] = Counter()
     config = tmp_path / "fuzz.yaml"
-    config.write_text(text, encoding="utf-8")
-    code = main(["validate", str(config), "--torch-root", str(tmp_path)])
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    if code == ExitCode.OK:
-        assert captured.out.startswith("ok: ")
-        return
-    assert code == ExitCode.INVALID_CONFIG
-    lines = captured.err.splitlines()
-    assert lines
-    assert all(line.startswith(f"error: {config}") for line in lines), lines
+
+    @settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(text=DOCUMENTS)
+    def check(text: str) -> None:
+        config.write_text(text, encoding="utf-8")
+        code = main(["validate", str(config), "--torch-root", str(torch_root)])
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err + captured.out
+        if code == ExitCode.OK:
+            assert captured.out.startswith("ok: ")
+            seen["ok"] += 1
+            return
+        assert code == ExitCode.INVALID_CONFIG
+        lines = captured.err.splitlines()
+        assert lines
+        sources = (f"error: {config}:", f"error: {tmp_path / 'latin1.yaml'}:")
+        assert all(line.startswith(sources) for line in lines), lines
+        text_of_errors = captured.err
+        seen["upstream names"] += "upstream" in text_of_errors
+        seen["catalog names"] += "is not in op_db" in text_of_errors or "is not in module_db" in text_of_errors
+        seen["nesting"] += "nesting" in text_of_errors
+        seen["aliases"] += "alias" in text_of_errors
+
+    check()
+    assert all(seen[kind] for kind in ("ok", "upstream names", "catalog names", "nesting", "aliases")), seen
