@@ -93,6 +93,8 @@ def _build(prefix: TestPath, items: list[tuple[TestPath, float, bool]]) -> Node:
             key = item[0]  # module-level tests: children of the file, no class node
         parts.setdefault(key, []).append(item)
     children = tuple(_build(key, parts[key]) for key in sorted(parts))
+    if len(children) == 1:  # the same tests: keep the shorter node id, skip a level that cannot split anything
+        return Node(prefix, children[0].seconds, children[0].estimated, children[0].children)
     return Node(prefix, sum(c.seconds for c in children), sum(c.estimated for c in children), children)
 
 
