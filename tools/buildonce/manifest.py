@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -11,8 +12,9 @@ from .errors import BuildError
 from .workspace import Member
 
 MANIFEST_NAME = "manifest.json"
-_GENERATED_DIRS = {"__pycache__", "build", ".pytest_cache", ".hypothesis", ".ruff_cache"}
-_GENERATED_SUFFIXES = {".pyc", ".so", ".egg-info"}
+# What a wheel is built from: the package's top-level files (pyproject.toml, setup.py, README.md: build
+# configuration and metadata) and its src/ tree. tests/, benchmarks/, docs/ and examples/ never reach a wheel.
+WHEEL_SOURCE_DIR = "src"
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class WheelRecord:
     file: str
     sha256: str
     source_sha256: str
+    torch_sha256: str = ""  # the torch wheel a native package was built against; empty for pure-Python ones
 
 
 @dataclass(frozen=True)
@@ -48,21 +51,26 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _source_files(directory: Path) -> list[Path]:
+def wheel_sources(member: Member) -> list[Path]:
+    """The git-tracked files that go into the member's wheel (untracked files are not part of any build)."""
+    done = subprocess.run(
+        ["git", "ls-files", "-z", "--", "."], cwd=member.directory, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BuildError(f"{member.directory}: cannot list tracked sources with git: {last}")
     files = []
-    for path in sorted(directory.rglob("*")):
-        rel = path.relative_to(directory)
-        if any(part in _GENERATED_DIRS or Path(part).suffix in _GENERATED_SUFFIXES for part in rel.parts):
-            continue
-        if path.is_file():
-            files.append(path)
+    for name in sorted(filter(None, done.stdout.split("\0"))):
+        parts = Path(name).parts
+        if (len(parts) == 1 or parts[0] == WHEEL_SOURCE_DIR) and (member.directory / name).is_file():
+            files.append(member.directory / name)
     return files
 
 
 def source_sha256(member: Member) -> str:
-    """A fingerprint of a package's sources: a change to any of them means its wheel is stale."""
+    """A fingerprint of what goes into a package's wheel: a change to any of it means the wheel is stale."""
     digest = hashlib.sha256()
-    for path in _source_files(member.directory):
+    for path in wheel_sources(member):
         digest.update(path.relative_to(member.directory).as_posix().encode())
         digest.update(b"\0")
         digest.update(file_sha256(path).encode())

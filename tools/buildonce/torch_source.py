@@ -6,9 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BuildError
+from .manifest import file_sha256
 
 TORCH_PIN = "torch==2.13.0"
 WHEEL_ENV = "TRIBUTARY_TORCH_WHEEL"
@@ -22,6 +24,20 @@ def _torch_wheels(wheelhouse: Path) -> list[Path]:
 def wheel_version(wheel: Path) -> str:
     """The version part of a wheel file name, e.g. '2.13.0+cpu'."""
     return wheel.name.split("-")[1]
+
+
+@dataclass(frozen=True)
+class TorchWheel:
+    """The torch a native package links against: two builds can share a version (a nightly, a local rebuild), so
+    the wheel's hash is what identifies it; the version is for people."""
+
+    version: str
+    sha256: str
+
+    @classmethod
+    def of(cls, wheel: Path) -> TorchWheel:
+        """Identify a wheel file by its name's version and its bytes."""
+        return cls(wheel_version(wheel), file_sha256(wheel))
 
 
 def ensure_torch_wheel(wheelhouse: Path, env: os._Environ[str] | dict[str, str] = os.environ) -> Path:
