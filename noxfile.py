@@ -101,6 +101,7 @@ def bench(session: nox.Session) -> None:
         "python", str(ROOT / "packages/testreuse/benchmarks/collection_overhead.py"),
         "--configs", *sorted(str(p) for p in (ROOT / "configs").glob("*.yaml")),
     )  # fmt: skip
+    session.run("python", str(ROOT / "packages/testreuse/benchmarks/shard_planner.py"))
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
 
 

@@ -146,3 +146,14 @@ def test_selection_lists_finer_node_ids_for_a_split_file() -> None:
 def test_bad_plans_are_one_line_errors(doc: dict, shard: int, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         shard_selection(doc, shard)
+
+
+def test_files_split_only_when_that_saves_more_than_the_slack() -> None:
+    seconds = {"f1.py::A::x": 6.0, "f1.py::B::x": 4.0, "f2.py::C::x": 6.0, "f2.py::D::x": 4.0}
+    seconds |= {"f3.py::E::x": 5.0, "f3.py::F::x": 5.0}
+    split = plan_count(_tree(seconds), 2)
+    assert split.makespan == 15.0
+    assert any("::" in u.nodeid for s in split.shards for u in s.units)
+    whole = plan_count(_tree(seconds), 2, slack=10.0)
+    assert whole.makespan == 20.0
+    assert sorted(u.nodeid for s in whole.shards for u in s.units) == ["f1.py", "f2.py", "f3.py"]

@@ -24,7 +24,7 @@ from testreuse.shards.durations import (
     read_results,
     split_nodeid,
 )
-from testreuse.shards.planner import TOLERANCE, plan_cap, plan_count
+from testreuse.shards.planner import SLACK, plan_cap, plan_count
 from testreuse.shards.units import DEFAULT_SECONDS, build_tree, timed_paths
 
 
@@ -75,7 +75,7 @@ def _plan(args: argparse.Namespace) -> None:
     nodeids = _nodeids(args.tests) if args.tests else None
     tree = build_tree(timed_paths(table, nodeids, args.default_seconds), args.group)
     if args.shards is not None:
-        plan = plan_count(tree, args.shards, args.setup, args.tolerance)
+        plan = plan_count(tree, args.shards, args.setup, args.slack)
     else:
         plan = plan_cap(tree, args.cap, args.setup)
     _write(dumps(plan_document(plan)), args.output)
@@ -128,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--setup", type=float, default=90.0, help="fixed set-up seconds per shard (default: 90)")
     plan.add_argument("--group", type=_group, action="append", default=[], help="NAME=PATTERN feature group")
     plan.add_argument("--default-seconds", type=_positive, default=DEFAULT_SECONDS, help="estimate with no data")
-    plan.add_argument("--tolerance", type=float, default=TOLERANCE, help="makespan / lower bound to aim for")
+    plan.add_argument("--slack", type=float, default=SLACK, help="makespan seconds to pay for whole files (1)")
     plan.add_argument("--output", type=Path, help="write the plan here (default: stdout)")
     plan.set_defaults(run=_plan)
     merge = sub.add_parser("merge", help="fold one run's results files (its shards) into a durations store")

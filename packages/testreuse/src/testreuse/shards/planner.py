@@ -1,8 +1,8 @@
 """The shard planner: feature groups first, then a duration cap or a shard count, then balanced placement.
 
 Files stay whole while the balance allows it (one import per file, few node ids on the command line); a node is
-split into its classes, then tests, only when it is longer than a shard should be or when coarser units leave the
-makespan more than `tolerance` above its lower bound.
+split into its classes, then tests, only when it is longer than a shard should be, or when placing the finest units
+would shorten the makespan by more than `slack` seconds.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from testreuse.shards.balance import EPS, balance
 from testreuse.shards.units import Node, finest, split_over
 
-TOLERANCE = 1.01
-"""Refine units until the makespan is within this factor of its lower bound (or nothing is left to split)."""
+SLACK = 1.0
+"""Seconds of makespan worth paying for whole files over the finest placement: below CI timing noise."""
 
 
 @dataclass(frozen=True)
@@ -70,20 +70,18 @@ def _load(bins: Sequence[Sequence[Node]]) -> float:
     return max((sum(u.seconds for u in b) for b in bins), default=0.0)
 
 
-def _count_group(files: Sequence[Node], bins: int, tolerance: float) -> list[list[Node]]:
-    """`bins` balanced shards of one group, from the coarsest units that reach the tolerance."""
+def _count_group(files: Sequence[Node], bins: int, slack: float) -> list[list[Node]]:
+    """`bins` balanced shards of one group, from the coarsest units within `slack` of the finest placement."""
     fine = finest(files)
-    total = sum(u.seconds for u in fine)
-    bound = max(total / bins, max((u.seconds for u in fine), default=0.0))
-    threshold = total / bins
-    best: list[list[Node]] | None = None
+    reference = _place(fine, bins)
+    threshold = sum(u.seconds for u in fine) / bins
     while True:
         units = split_over(files, threshold)
+        if len(units) == len(fine):
+            return reference
         placed = _place(units, bins)
-        if best is None or _load(placed) < _load(best) - EPS:
-            best = placed
-        if _load(best) <= tolerance * bound + EPS or len(units) == len(fine):
-            return best
+        if _load(placed) <= _load(reference) + slack:
+            return placed
         threshold /= 2
 
 
@@ -98,14 +96,12 @@ def _allocate(totals: Mapping[str, float], bins: int) -> dict[str, int]:
     return counts
 
 
-def plan_count(
-    tree: Mapping[str, Sequence[Node]], shards: int, setup: float = 0.0, tolerance: float = TOLERANCE
-) -> Plan:
-    """Exactly `shards` shards with the smallest predicted makespan the planner finds."""
+def plan_count(tree: Mapping[str, Sequence[Node]], shards: int, setup: float = 0.0, slack: float = SLACK) -> Plan:
+    """Exactly `shards` shards: the coarsest units whose makespan is within `slack` of the finest placement's."""
     if shards < 1:
         raise ValueError(f"the shard count must be >= 1, got {shards}")
     counts = _allocate({g: sum(f.seconds for f in files) for g, files in tree.items()}, shards)
-    out = [_shard(g, b) for g in sorted(tree) for b in _count_group(tree[g], counts[g], tolerance)]
+    out = [_shard(g, b) for g in sorted(tree) for b in _count_group(tree[g], counts[g], slack)]
     return Plan(tuple(out), setup, None, _bound(tree, shards))
 
 
