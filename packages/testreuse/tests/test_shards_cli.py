@@ -94,6 +94,13 @@ def test_malformed_durations_are_one_line_and_exit_2(tmp_path: Path, content: st
     assert expected in err
 
 
+def test_a_bad_collected_node_id_names_its_line(store: Path, tmp_path: Path, capsys) -> None:
+    tests = tmp_path / "tests.txt"
+    tests.write_text("a.py::A::x\n\na.py\n")
+    assert main(["plan", "--durations", str(store), "--tests", str(tests), "--shards", "1"]) == ExitCode.USAGE
+    assert "tests.txt:3: nodeid: not a test node id" in capsys.readouterr().err
+
+
 def test_bad_shard_index_and_bad_plan_exit_2(store: Path, tmp_path: Path, capsys) -> None:
     plan = tmp_path / "plan.json"
     assert main(["plan", "--durations", str(store), "--shards", "2", "--output", str(plan)]) == 0

@@ -48,12 +48,16 @@ def _nodeids(path: Path) -> list[str]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DurationsError(f"{path}: cannot read: {exc}") from None
+    nodeids = []
     for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
-            split_nodeid(line.strip()) if line.strip() else None
+            split_nodeid(line.strip())
         except ValueError as exc:
             raise DurationsError(f"{path}:{number}: nodeid: {exc}") from None
-    return [line.strip() for line in lines if line.strip()]
+        nodeids.append(line.strip())
+    return nodeids
 
 
 def _group(text: str) -> tuple[str, str]:
