@@ -6,6 +6,7 @@ import pytest
 
 from testreuse.errors import ConfigError
 from testreuse.model import Mode
+from testreuse.results import UnwritableResults
 from testreuse.session import TestreuseSession, import_backend
 from testreuse.torchbridge import BridgeError, check_backend
 
@@ -27,12 +28,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--testreuse-results", metavar="PATH", help="append one JSON line per finished test")
     group.addoption("--testreuse-plan", metavar="PATH", help="write every collected case with its mode and rule")
     group.addoption(
-        "--testreuse-isolation", choices=("fork", "none"), default="fork",
-        help="run each test in a forked child so crashes and hangs cost one test (default: fork)",
+        "--testreuse-isolation", choices=("worker", "fork", "none"), default="worker",
+        help="worker (default): tests run in a forked worker, replaced when a crash or hang kills it; "
+        "fork: a fresh fork per test; none: in this process",
     )  # fmt: skip
     group.addoption(
         "--testreuse-timeout", type=float, default=900.0, metavar="SECONDS",
-        help="kill a test after this long (fork isolation; default 900)",
+        help="kill a test after this long (worker and fork isolation; default 900)",
     )  # fmt: skip
 
 
@@ -48,14 +50,13 @@ def pytest_configure(config: pytest.Config) -> None:
         import_backend(config.option.testreuse_backend)
         check_backend(config.option.testreuse_device)
         state = TestreuseSession(config)
-    except (ConfigError, BridgeError) as exc:
+    except (ConfigError, BridgeError, UnwritableResults) as exc:
         raise pytest.UsageError(str(exc)) from None
     except ImportError as exc:
         raise pytest.UsageError(
             f"--testreuse-backend: cannot import {config.option.testreuse_backend}: {exc}"
         ) from None
-    if config.args_source is not pytest.Config.ArgsSource.ARGS:
-        config.args = []
+    config.args = state.claim_args(config.args) if config.args_source is pytest.Config.ArgsSource.ARGS else []
     config.pluginmanager.register(StateHooks(state), PLUGIN_NAME)
 
 
@@ -96,8 +97,13 @@ class StateHooks:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
+        self.state.note_failure(item, report, call.excinfo)
         self.state.mandatory_skip_to_failure(item, report)
         return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        self.state.stop_isolation(graceful=exitstatus != pytest.ExitCode.INTERRUPTED)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         self.state.summary(terminalreporter)

@@ -8,14 +8,21 @@ from pathlib import Path
 from typing import Any
 
 
+class UnwritableResults(Exception):
+    """The results path cannot be opened for appending: a usage error, said in one line before any test runs."""
+
+
 class ResultsFile:
     """Each record is one `write` on an O_APPEND descriptor: complete lines survive a crash, and processes that
     share the file (xdist workers) never interleave inside a line."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise UnwritableResults(f"--testreuse-results: cannot write {path}: {exc.strerror or exc}") from None
 
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"

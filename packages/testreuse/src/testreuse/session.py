@@ -12,17 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.runner import runtestprotocol
 
 from testreuse import torchbridge
 from testreuse.catalog import dtype_names, module_names, op_names
 from testreuse.errors import ConfigError
+from testreuse.failures import failure_facts
 from testreuse.importer import import_upstream
-from testreuse.isolation import Death, run_forked
+from testreuse.isolation import Death, ForkedWorker
 from testreuse.loader import FilePlan, Plan, load_plan, resolve_torch_root
 from testreuse.model import Mode
+from testreuse.pytestbridge import run_item
 from testreuse.results import ResultsFile
 from testreuse.rules import Case, Decision, decide, excluded_shapes, name_matches
+from testreuse.selection import claim_node_ids, is_selected, selected_modules
 from testreuse.upstream import generic_tests
 from testreuse.validate import check_plan
 
@@ -96,6 +98,8 @@ class TestreuseSession:
         self.promotions: list[str] = []
         self.deselected: list[CaseRecord] = []
         self.seen_marks: set[str] = set()
+        self.selections: list[str] = []
+        self.forked: ForkedWorker | None = None
 
     # -- preparation --------------------------------------------------------------------------------------------
     def prepare_torch(self) -> None:
@@ -134,17 +138,31 @@ class TestreuseSession:
                     }
         return sorted(found, key=lambda t: (t.generic_class, t.generic_test, t.op, t.dtype))
 
-    def upstream_modules(self, session: pytest.Session) -> list[UpstreamModule]:
+    def module_node_ids(self) -> dict[str, Path]:
         root = self.plan.torch_root
-        modules = []
-        for path in self.plan.files:
-            nodeid = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
-            modules.append(UpstreamModule.from_parent(session, path=path, nodeid=nodeid))
-        return modules
+        return {
+            (p.relative_to(root).as_posix() if p.is_relative_to(root) else p.as_posix()): p for p in self.plan.files
+        }
+
+    def claim_args(self, args: list[str]) -> list[str]:
+        """Keep upstream node ids given as arguments for selection; return the arguments left for pytest."""
+        self.selections, rest = claim_node_ids(args, self.module_node_ids(), self.config.rootpath)
+        return rest
+
+    def upstream_modules(self, session: pytest.Session) -> list[UpstreamModule]:
+        """Every planned file, or only those that node ids on the command line name."""
+        wanted = selected_modules(self.selections) if self.selections else None
+        return [
+            UpstreamModule.from_parent(session, path=path, nodeid=nodeid)
+            for nodeid, path in self.module_node_ids().items()
+            if wanted is None or nodeid in wanted
+        ]
 
     # -- collection ---------------------------------------------------------------------------------------------
     def classify(self, items: list[pytest.Item]) -> list[pytest.Item]:
         """Stash a record, marks and properties on each upstream item; return the items that `skip` deselects."""
+        if self.selections:
+            items[:] = [i for i in items if not _is_upstream(i) or is_selected(i.nodeid, self.selections)]
         deselected = []
         for item in items:
             module = item.getparent(pytest.Module)
@@ -196,21 +214,35 @@ class TestreuseSession:
 
     # -- running ------------------------------------------------------------------------------------------------
     def run_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """pytest's protocol for one item, here or in the forked worker; the parent logs the reports either way,
+        so JUnit, xdist, `-r` and `--lf` see the same report objects."""
         ihook = item.ihook
         ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         started = time.monotonic()
         death: Death | None = None
+        if self.isolation == "none":
+            reports = self._run_here(item, nextitem, log=True)
+        else:
+            if self.forked is None:
+                self.forked = ForkedWorker(item.session.items, self._run_here, self.timeout)
+            reports, death = self.forked.run(item, nextitem)
+            if self.isolation == "fork":
+                self.forked.close()
+            for report in reports:
+                ihook.pytest_runtest_logreport(report=report)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        self._record_result(item, reports, death, time.monotonic() - started)
+
+    def _run_here(self, item: pytest.Item, nextitem: pytest.Item | None, log: bool = False) -> list[pytest.TestReport]:
         record = item.stash.get(CASE_KEY, None)
         shapes = list(record.excluded_shapes) if record is not None else []
         with torchbridge.samples_without_shapes(record.op if record is not None else None, shapes):
-            if self.isolation == "fork":
-                reports, death = run_forked(item, nextitem, self.timeout)
-                for report in reports:
-                    ihook.pytest_runtest_logreport(report=report)
-            else:
-                reports = runtestprotocol(item, nextitem=nextitem, log=True)
-        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-        self._record_result(item, reports, death, time.monotonic() - started)
+            return run_item(item, nextitem, log=log)
+
+    def stop_isolation(self, graceful: bool) -> None:
+        """At session end: the worker tears down its fixtures and exits (killed at once if the run was interrupted)."""
+        if self.forked is not None:
+            self.forked.close(graceful=graceful)
 
     def _record_result(
         self, item: pytest.Item, reports: list[pytest.TestReport], death: Death | None, took: float
@@ -225,9 +257,19 @@ class TestreuseSession:
         entry.update(outcome=outcome, duration=round(took, 4))
         if death is not None:
             entry[death.kind] = death.detail
+            entry["failure"] = {"message": death.message()}
+        failure = next((r.testreuse_failure for r in reports if hasattr(r, "testreuse_failure")), None)
+        if failure is not None:
+            entry["failure"] = failure
         if outcome == "xpassed":
             entry["promotion_candidate"] = True
         self.results.append(entry)
+
+    def note_failure(self, item: pytest.Item, report: pytest.TestReport, excinfo: Any) -> None:
+        """Carry the exception's facts on the report (a plain dict, so it crosses the fork and xdist)."""
+        if excinfo is not None and _is_upstream(item):
+            facts = failure_facts(excinfo.value, item.path, self.plan.torch_root)
+            report.testreuse_failure = {**facts, "when": report.when}
 
     def mandatory_skip_to_failure(self, item: pytest.Item, report: pytest.TestReport) -> None:
         """A mandatory_success test that skips itself at runtime did not pass: say so instead of hiding it."""
@@ -250,6 +292,7 @@ class TestreuseSession:
             terminal.write_line(f"promotion candidate (unexpected pass under xfail): {nodeid}")
 
     def close(self) -> None:
+        self.stop_isolation(graceful=False)
         if self.results is not None:
             self.results.close()
 
@@ -265,6 +308,10 @@ def import_backend(spec: str | None) -> None:
         if not callable(loader):
             raise ImportError(f"{module_name} has no callable {function!r}")
         loader()
+
+
+def _is_upstream(item: pytest.Item) -> bool:
+    return isinstance(item.getparent(pytest.Module), UpstreamModule)
 
 
 def _outcome(reports: list[pytest.TestReport], death: Death | None) -> str:

@@ -1,0 +1,34 @@
+"""The failure itself, taken from the exception where the test ran, so a results record can be triaged without
+rerunning the test: exception type, the first line of its message, the raising frame and the test's own frame."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+MESSAGE_LIMIT = 300
+
+
+def failure_facts(exc: BaseException, test_file: Path, torch_root: Path) -> dict[str, str]:
+    """`raised_at` is the innermost frame (often inside torch's helpers), `test_at` the innermost frame in the test
+    file: the line to read first."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    facts = {"type": type(exc).__name__, "message": lines[0].strip()[:MESSAGE_LIMIT] if lines else ""}
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        facts["raised_at"] = _where(frames[-1], torch_root)
+    in_test = [f for f in frames if Path(f.filename) == test_file]
+    if in_test:
+        facts["test_at"] = _where(in_test[-1], torch_root)
+    return facts
+
+
+def _where(frame: traceback.FrameSummary, torch_root: Path) -> str:
+    """`file:line`, the file relative to TORCH_ROOT (like node ids) or to its import root (`torch/...`)."""
+    path = Path(frame.filename)
+    roots = [torch_root, *sorted((Path(p) for p in sys.path if p), key=lambda p: len(p.parts), reverse=True)]
+    for root in roots:
+        if path.is_relative_to(root):
+            return f"{path.relative_to(root).as_posix()}:{frame.lineno}"
+    return f"{frame.filename}:{frame.lineno}"
