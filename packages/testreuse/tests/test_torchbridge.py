@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import copy
 import inspect
+import os
 
+import pytest
 import torch
 from testreuse import torchbridge
+from testreuse.capabilities import ResolvedCapabilities
 from torch.testing._internal import common_device_type as cdt
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_modules import module_db, modules
@@ -65,3 +68,30 @@ def test_param_kwargs_record_is_read_from_instantiated_tests() -> None:
     assert (module_case.module, module_case.dtypes) == ("nn.Linear", ("float64",))
     assert {p.generic_class for p in found.values()} == {"TestProbe"}
     assert found["test_plain_cpu"].generic_test == "test_plain"
+
+
+@pytest.mark.parametrize("before", [None, "cpu"])
+def test_prepare_is_undone_by_its_preparation(monkeypatch: pytest.MonkeyPatch, before: str | None) -> None:
+    """The device-only switch lasts for collection only; narrowed dtypes and tolerances for the session only."""
+    if before is None:
+        monkeypatch.delenv(torchbridge.ONLY_FOR_KEY, raising=False)
+    else:
+        monkeypatch.setenv(torchbridge.ONLY_FOR_KEY, before)
+    name = torchbridge.backend_name()
+    add, sin = (next(o for o in op_db if o.full_name == n) for n in ("add", "sin"))
+    untouched = [(op, copy.copy(op.dtypesIf.get(name))) for op in (add, sin)]
+    capabilities = ResolvedCapabilities(dtypes=frozenset({"float32", "int64"}), ops={"add": frozenset({"float32"})})
+    tolerance = torchbridge.Tolerance("TestX", "test_y", "add", "float32", 0.1, 0.2)
+    preparation = torchbridge.prepare(capabilities, [tolerance])
+    assert os.environ[torchbridge.ONLY_FOR_KEY] == "privateuse1"
+    assert (add.dtypesIf[name], sin.dtypesIf[name]) == ({torch.float32}, set())
+    assert set(cdt.PrivateUse1TestBase.op_overrides) == {"add"}
+
+    preparation.end_collection()
+    assert os.environ.get(torchbridge.ONLY_FOR_KEY) == before
+    assert add.dtypesIf[name] == {torch.float32}  # the run still sees the device's dtypes
+
+    preparation.close()
+    preparation.close()
+    assert [(op, op.dtypesIf.get(name)) for op, _ in untouched] == untouched
+    assert cdt.PrivateUse1TestBase.op_overrides is None

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import functools
 
+from testreuse import torchbridge
+
 
 @functools.cache
 def op_names() -> frozenset[str]:
     """Importing op_db is slow and must follow backend registration, so it happens on first use."""
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    return frozenset(op.full_name for op in op_db)
+    return frozenset(op.full_name for op in torchbridge.op_db())
 
 
 @functools.cache
 def module_names() -> frozenset[str]:
-    from torch.testing._internal.common_modules import module_db
-
-    return frozenset(info.name for info in module_db)
+    """ModuleInfo names, imported on first use like op_names."""
+    return frozenset(info.name for info in torchbridge.module_db())
 
 
 @functools.cache

@@ -8,7 +8,9 @@ What is used, and why it is the least invasive choice:
 - `PrivateUse1TestBase.set_test_configs(op_overrides=...)`: torch's own hook to decorate exact (test, op, dtype)
   cases; tolerances go through it as `toleranceOverride` DecorateInfos. (`op_allowlist` is not used: an allowlist
   that empties an `@ops` list makes torch raise at import, losing the whole file.)
-- `PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1`: torch's own switch to instantiate only the device under test.
+- `PYTORCH_TESTING_DEVICE_ONLY_FOR=privateuse1`: torch's own switch to instantiate only the device under test, set
+  only while upstream files are collected (tests, and the processes they start, never inherit it).
+- `op_db` and `module_db`: the catalogs of OpInfo and ModuleInfo names configs are checked against.
 - The `param_kwargs` default of an instantiated test: torch's own parametrization record (op, dtype, module), so
   nothing is parsed back out of method names.
 """
@@ -20,8 +22,8 @@ import inspect
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -74,25 +76,74 @@ def check_backend(expected: str | None) -> str:
     return name
 
 
-def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance]) -> None:
-    """Configure torch's device-generic machinery for the backend; call once, before any upstream file imports."""
-    os.environ[ONLY_FOR_KEY] = "privateuse1"
+def op_db() -> Sequence[Any]:
+    """torch's OpInfos; importing them is slow and must follow backend registration, so callers import on use."""
+    from torch.testing._internal.common_methods_invocations import op_db as ops
+
+    return ops
+
+
+def module_db() -> Sequence[Any]:
+    """torch's ModuleInfos (same import rule as op_db)."""
+    from torch.testing._internal.common_modules import module_db as modules
+
+    return modules
+
+
+_UNSET = object()
+
+
+@dataclass
+class Preparation:
+    """What prepare() changed in torch, so that a session leaves nothing behind: the device-only switch goes once
+    collection is over, the narrowed OpInfo dtypes and the test configs when the session ends."""
+
+    backend: str
+    env_before: str | None
+    dtypes_before: list[tuple[Any, Any]] = field(default_factory=list)
+
+    def end_collection(self) -> None:
+        """Upstream files are instantiated: drop the device-only switch (restoring any value it had before)."""
+        if self.env_before is None:
+            os.environ.pop(ONLY_FOR_KEY, None)
+        else:
+            os.environ[ONLY_FOR_KEY] = self.env_before
+
+    def close(self) -> None:
+        """Undo everything, newest first; safe to call twice."""
+        from torch.testing._internal.common_device_type import PrivateUse1TestBase
+
+        self.end_collection()
+        for op, before in reversed(self.dtypes_before):
+            if before is _UNSET:
+                op.dtypesIf.pop(self.backend, None)
+            else:
+                op.dtypesIf[self.backend] = before
+        self.dtypes_before.clear()
+        PrivateUse1TestBase.set_test_configs()
+
+
+def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance]) -> Preparation:
+    """Configure torch's device-generic machinery for the backend; call once, before any upstream file imports, and
+    undo it with the returned Preparation."""
     from torch.testing._internal import common_device_type as cdt
 
     if cdt.PrivateUse1TestBase not in cdt.device_type_test_bases:
         raise BridgeError("torch did not add PrivateUse1TestBase: the backend reports itself unavailable")
+    preparation = Preparation(backend_name(), os.environ.get(ONLY_FOR_KEY))
+    os.environ[ONLY_FOR_KEY] = "privateuse1"
     cdt.PrivateUse1TestBase.setUpClass()
-    _narrow_op_dtypes(capabilities)
+    _narrow_op_dtypes(capabilities, preparation)
     cdt.PrivateUse1TestBase.set_test_configs(op_overrides=_tolerance_overrides(tolerances) or None)
+    return preparation
 
 
-def _narrow_op_dtypes(capabilities: ResolvedCapabilities) -> None:
+def _narrow_op_dtypes(capabilities: ResolvedCapabilities, preparation: Preparation) -> None:
     if capabilities.ops is None and capabilities.dtypes is None:
         return
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    name = backend_name()
-    for op in op_db:
+    name = preparation.backend
+    for op in op_db():
+        preparation.dtypes_before.append((op, op.dtypesIf.get(name, _UNSET)))
         if capabilities.ops is not None and op.full_name not in capabilities.ops:
             op.dtypesIf[name] = set()
             continue
