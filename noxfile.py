@@ -101,6 +101,10 @@ def bench(session: nox.Session) -> None:
         "python", str(ROOT / "packages/testreuse/benchmarks/collection_overhead.py"),
         "--configs", *sorted(str(p) for p in (ROOT / "configs").glob("*.yaml")),
     )  # fmt: skip
+    session.run(
+        "python", str(ROOT / "packages/testreuse/benchmarks/isolation_overhead.py"), "--configs",
+        *(str(ROOT / "configs" / f) for f in ("00-ring-device.yaml", "test_view_ops.yaml", "test_shape_ops.yaml")),
+    )  # fmt: skip
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/shard_planner.py"))
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
 
