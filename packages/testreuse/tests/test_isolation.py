@@ -50,6 +50,9 @@ class TestLife(TestCase):
 
     def test_c_segfaults(self):
         _log("c")
+        if os.fork() == 0:  # a process holding the worker's pipes past its death, as a DataLoader worker would
+            time.sleep(10)
+            os._exit(0)
         os.kill(os.getpid(), signal.SIGSEGV)
 
     def test_d_after_crash(self):

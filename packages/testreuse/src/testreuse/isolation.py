@@ -24,6 +24,7 @@ CRASH_EXIT = 70
 _COMMAND = struct.Struct("!ii")  # item index, next item index (-1: none); item index -1: tear down and exit
 _LENGTH = struct.Struct("!Q")
 _FINISH = -1
+_POLL = 0.5  # seconds between checks that a silent worker is still alive
 
 Runner = Callable[[pytest.Item, pytest.Item | None], list[pytest.TestReport]]
 
@@ -54,10 +55,22 @@ class _Child:
         """Wait status of the child; its pipes closed."""
         if kill:
             os.kill(self.pid, signal.SIGKILL)
+        self._close_pipes()
+        return os.waitpid(self.pid, 0)[1]
+
+    def exited(self) -> int | None:
+        """Wait status if the child has exited (then reaped, pipes closed), else None. A process the test forked
+        (a DataLoader worker) can hold the reply pipe open, so its end of file alone does not prove a death."""
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return None
+        self._close_pipes()
+        return status
+
+    def _close_pipes(self) -> None:
         self.selector.close()
         os.close(self.commands)
         os.close(self.replies)
-        return os.waitpid(self.pid, 0)[1]
 
 
 class ForkedWorker:
@@ -96,8 +109,12 @@ class ForkedWorker:
         except BrokenPipeError:
             child.reap(kill=False)
             return
-        alive = child.selector.select(self.timeout)  # readable at EOF, when the child has exited
-        child.reap(kill=not alive)
+        deadline = time.monotonic() + self.timeout
+        while child.exited() is None:
+            if time.monotonic() > deadline:
+                child.reap(kill=True)
+                return
+            child.selector.select(_POLL)  # readable at end of file: the worker is (nearly) gone
 
     def _spawn(self) -> _Child:
         command_read, command_write = os.pipe()
@@ -128,7 +145,9 @@ class ForkedWorker:
             if remaining <= 0:
                 child.reap(kill=True)
                 return None, Death("timeout", f"{self.timeout:g}")
-            if not child.selector.select(remaining):
+            if not child.selector.select(min(remaining, _POLL)):
+                if (status := child.exited()) is not None:
+                    return None, _death(status)
                 continue
             chunk = os.read(child.replies, 1 << 16)
             if not chunk:
