@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
 from buildonce.errors import BuildError  # noqa: E402
-from buildonce.torch_source import ensure_torch_wheel, wheel_version  # noqa: E402
+from buildonce.torch_source import TorchWheel, ensure_torch_wheel  # noqa: E402
 from buildonce.workspace import Member, read_members, workspace_closure  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
@@ -59,14 +59,14 @@ def build(session: nox.Session) -> None:
             "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
             "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
         )  # fmt: skip
-        torch_version = wheel_version(torch_wheel)
-        stale = plan_builds(MEMBERS, DIST, torch_version, force="--force" in session.posargs)
+        torch = TorchWheel.of(torch_wheel)
+        stale = plan_builds(MEMBERS, DIST, torch, force="--force" in session.posargs)
         if not stale:
             session.log("all wheels current; nothing to build")
             return
         session.log("building: " + ", ".join(m.distribution for m in stale))
         _install_locked(session, str(torch_wheel), "setuptools", "wheel", "ninja")
-        build_members(ROOT, DIST, MEMBERS, stale, torch_version, lambda *cmd: session.run(*cmd, external=True))
+        build_members(ROOT, DIST, MEMBERS, stale, torch, lambda *cmd: session.run(*cmd, external=True))
     except BuildError as exc:
         session.error(str(exc))
 
