@@ -66,7 +66,7 @@ void encode(Call& call, PyObject* obj) {
       key.append(static_cast<const char*>(t.const_data_ptr()), t.itemsize());
       return;
     }
-    if (!t.defined() || !t.device().is_privateuseone() || !t.is_contiguous() ||
+    if (!t.defined() || !t.device().is_privateuseone() || !t.is_contiguous() || t.is_neg() || t.is_conj() ||
         reinterpret_cast<uintptr_t>(t.data_ptr()) % kStick != 0) {
       call.eligible = false;
       return;
@@ -278,6 +278,21 @@ Step parse_step(const py::tuple& action, const std::unordered_map<std::string, s
   return step;
 }
 
+// Arguments sharing memory make a buffer's source ambiguous (`eq(x, x)`: which of the two did `in1` read?), so a
+// recipe is only recorded from a call whose argument tensors are disjoint.
+bool disjoint(const Call& call) {
+  for (size_t i = 0; i < call.tensors.size(); ++i) {
+    const auto a = reinterpret_cast<uintptr_t>(call.tensors[i].data_ptr());
+    for (size_t j = i + 1; j < call.tensors.size(); ++j) {
+      const auto b = reinterpret_cast<uintptr_t>(call.tensors[j].data_ptr());
+      if (a < b + call.tensors[j].nbytes() && b < a + call.tensors[i].nbytes()) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 std::optional<Slot> locate(const at::Tensor& buffer, const Call& call, const std::vector<at::Tensor>& fresh) {
   const auto begin = reinterpret_cast<uintptr_t>(buffer.data_ptr());
   const auto end = begin + buffer.nbytes();
@@ -383,8 +398,8 @@ bool build(Recipe& recipe, const Call& call, const py::object& result, const py:
 bool install(int64_t op, const py::tuple& args, const py::dict& kwargs, const py::object& result,
              const py::list& launches) {
   Call call = encode_call(op, args, kwargs);
-  if (!call.eligible) {
-    return false;
+  if (!call.eligible || !disjoint(call)) {
+    return false;  // nothing stored: a later call of this signature is recorded again
   }
   Recipe recipe;
   try {
