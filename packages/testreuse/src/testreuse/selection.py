@@ -31,4 +31,5 @@ def is_selected(nodeid: str, selections: Iterable[str]) -> bool:
 
 
 def selected_modules(selections: Iterable[str]) -> set[str]:
+    """The module node ids the selections reach: only these files are imported."""
     return {s.partition("::")[0] for s in selections}

@@ -96,7 +96,6 @@ class TestreuseSession:
         self.worker: str | None = workerinput["workerid"] if workerinput else None
         self.modes: Counter[str] = Counter()
         self.promotions: list[str] = []
-        self.deselected: list[CaseRecord] = []
         self.seen_marks: set[str] = set()
         self.selections: list[str] = []
         self.forked: ForkedWorker | None = None
@@ -139,6 +138,7 @@ class TestreuseSession:
         return sorted(found, key=lambda t: (t.generic_class, t.generic_test, t.op, t.dtype))
 
     def module_node_ids(self) -> dict[str, Path]:
+        """Each planned file by its node id: relative to TORCH_ROOT, so ids read the same on every machine."""
         root = self.plan.torch_root
         return {
             (p.relative_to(root).as_posix() if p.is_relative_to(root) else p.as_posix()): p for p in self.plan.files
