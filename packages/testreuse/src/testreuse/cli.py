@@ -1,4 +1,4 @@
-"""`testreuse`: validate configs, list every concrete case with its mode, explain one case's outcome."""
+"""`testreuse`: validate configs, list every concrete case with its mode, explain one case's outcome, triage a run."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from testreuse.errors import ConfigError
 from testreuse.loader import resolve_torch_root
 from testreuse.model import Mode
 from testreuse.schema import config_schema_text
+from testreuse.triage.proposal import apply, propose
+from testreuse.triage.records import RecordError, read_records
+from testreuse.triage.report import case_rows, summary_lines, unified_diff
 from testreuse.validate import ignored_export_ops, validate
 
 
@@ -141,6 +144,37 @@ def _schema(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _triage(args: argparse.Namespace) -> int:
+    try:
+        records = read_records(Path(args.results))
+    except RecordError as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
+    plan = validate(args.config, resolve_torch_root(args.torch_root))
+    changes, undecided = propose(plan, records)
+    rows = case_rows(records)
+    texts = apply(changes)
+    if args.json:
+        print(json.dumps({"cases": rows, "diff": unified_diff(texts)}, indent=2, sort_keys=True))
+    elif args.diff:
+        print(unified_diff(texts), end="")
+    else:
+        print("\n".join(summary_lines(rows, changes, len(undecided))))
+    if args.write:
+        for path, (_, after) in texts.items():
+            path.write_text(after, encoding="utf-8")
+    return ExitCode.OK
+
+
+def _setup_triage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", help="a run's results record (--testreuse-results, JSON lines)")
+    parser.add_argument("--config", nargs="+", required=True, help="the config files or directories the run used")
+    parser.add_argument("--torch-root", help="the upstream tree (default: TORCH_ROOT, else the embedded tree)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="cases with causes and the diff, as JSON")
+    output.add_argument("--diff", action="store_true", help="print the proposed config change as a unified diff")
+    parser.add_argument("--write", action="store_true", help="apply the proposed change to the config files")
+
+
 def _collection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("configs", nargs="+", metavar="CONFIG", help="config file or directory (repeatable)")
     parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
@@ -200,6 +234,12 @@ COMMANDS = (
         "explain", "why a test gets its outcome: mode, deciding rule as file:line, reason", _setup_explain, _explain
     ),
     Command("schema", "print, write or check the config JSON Schema", _setup_schema, _schema),
+    Command(
+        "triage",
+        "each failing case's root cause with evidence, and the config change it implies (as a diff)",
+        _setup_triage,
+        _triage,
+    ),
 )
 
 

@@ -6,15 +6,23 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
+
+from testreuse.triage.numerics import mismatch
 
 MESSAGE_LIMIT = 300
 
 
-def failure_facts(exc: BaseException, test_file: Path, torch_root: Path) -> dict[str, str]:
+def failure_facts(exc: BaseException, test_file: Path, torch_root: Path) -> dict[str, Any]:
     """`raised_at` is the innermost frame (often inside torch's helpers), `test_at` the innermost frame in the test
-    file: the line to read first."""
-    lines = [line for line in str(exc).splitlines() if line.strip()]
-    facts = {"type": type(exc).__name__, "message": lines[0].strip()[:MESSAGE_LIMIT] if lines else ""}
+    file: the line to read first. A comparison failure also keeps its figures (`mismatch`: greatest errors and
+    the tolerances), which its first line does not carry."""
+    text = str(exc)
+    lines = [line for line in text.splitlines() if line.strip()]
+    facts: dict[str, Any] = {"type": type(exc).__name__, "message": lines[0].strip()[:MESSAGE_LIMIT] if lines else ""}
+    figures = mismatch(text)
+    if figures:
+        facts["mismatch"] = figures
     frames = traceback.extract_tb(exc.__traceback__)
     if frames:
         facts["raised_at"] = _where(frames[-1], torch_root)

@@ -1,0 +1,111 @@
+"""The root cause of one failing case, from its results record: a category and the evidence for it.
+
+Categories: `unsupported_op` (the first op and dtype the device refused, from its error), `numerics` (a comparison
+failure with its greatest errors against the tolerance), `crash` (the signal), `timeout`, `harness` (set-up or
+teardown errors, a worker that exited), `runtime_skip` (the test skipped itself), `assertion` (a non-numeric
+assertion, by where it failed), `exception` (any other error, by type, place and message). A reason names the
+cause; it is never the assertion text or a bare "Skipped!".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+FAILING = frozenset({"failed", "error", "crashed", "timeout", "xfailed", "skipped"})
+PASSING = frozenset({"passed", "xpassed"})
+
+_UNSUPPORTED = (
+    re.compile(r"(aten::[\w.]+) is not supported for dtype (\w+)"),
+    re.compile(r"(aten::[\w.]+) is not implemented"),
+    re.compile(r"Could not run '(aten::[\w.]+)' with arguments from the '(\w+)' backend"),
+    re.compile(r"(aten::[\w.]+)"),
+)
+_COMPARISON = re.compile(r"^(Tensor-likes|Scalars|Booleans) are not (close|equal)!")
+_SKIP_TYPES = frozenset({"Skipped", "SkipTest", "SkipException"})
+
+
+@dataclass(frozen=True)
+class Cause:
+    """`key` groups cases that fail the same way (no per-case figures in it); `evidence` holds the figures."""
+
+    category: str
+    key: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def reason(self) -> str:
+        """One line for a config's reason."""
+        return _REASONS[self.category](self.evidence)
+
+
+def classify(record: dict[str, Any]) -> Cause | None:
+    """The cause of a failing case; None for one that passed or was skipped by its config."""
+    outcome = record.get("outcome")
+    if outcome not in FAILING or (outcome == "skipped" and record.get("mode") == "skip"):
+        return None
+    failure = record.get("failure") or {}
+    if "signal" in record:
+        return Cause("crash", f"crash {record['signal']}", {"signal": record["signal"]})
+    if "timeout" in record or outcome == "timeout":
+        seconds = record.get("timeout", "?")
+        return Cause("timeout", "timeout", {"timeout_s": seconds})
+    if "exit" in record:
+        return Cause("harness", "harness exit", {"exit": record["exit"]})
+    kind, message = failure.get("type", ""), failure.get("message", "")
+    where = failure.get("test_at") or failure.get("raised_at") or record.get("nodeid", "")
+    if kind in _SKIP_TYPES or outcome == "skipped":
+        return Cause("runtime_skip", f"runtime_skip {failure.get('raised_at', '')}", {"at": failure.get("raised_at")})
+    if failure.get("when") in ("setup", "teardown") or outcome == "error":
+        return Cause("harness", f"harness {kind}", {"type": kind, "when": failure.get("when", "setup"), "at": where})
+    if kind == "NotImplementedError" or "not supported for dtype" in message:
+        for pattern in _UNSUPPORTED:
+            found = pattern.search(message)
+            if found:
+                op = found.group(1)
+                dtype = found.group(2) if pattern.groups > 1 and "dtype" in pattern.pattern else None
+                evidence = {"op": op, **({"dtype": dtype} if dtype else {})}
+                return Cause("unsupported_op", f"unsupported {op} {dtype or ''}".strip(), evidence)
+    if _COMPARISON.match(message) or failure.get("mismatch"):
+        evidence = {"kind": message.split("!")[0], **(failure.get("mismatch") or {})}
+        return Cause("numerics", f"numerics {evidence['kind']}", evidence)
+    if kind == "AssertionError":
+        return Cause("assertion", f"assertion {where}", {"at": where})
+    return Cause(
+        "exception",
+        f"exception {kind} {failure.get('raised_at', '')}",
+        {"type": kind or "unknown", "at": failure.get("raised_at") or where, "message": message[:160]},
+    )
+
+
+def _g(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) and math.isfinite(value) else str(value)
+
+
+def _numerics(e: dict[str, Any]) -> str:
+    kind = str(e.get("kind", "")).lower()
+    parts = ["results not equal" if "not equal" in kind else "results not close"]
+    if "max_abs" in e:
+        parts.append(f"max abs error {_g(e['max_abs'])} (allowed {_g(e.get('abs_allowed', 0.0))})")
+    if "max_rel" in e:
+        parts.append(f"max rel error {_g(e['max_rel'])} (allowed {_g(e.get('rel_allowed', 0.0))})")
+    if "mismatched" in e:
+        parts.append(f"{e['mismatched']} of {e['elements']} elements")
+    return ", ".join(parts)
+
+
+_REASONS = {
+    "unsupported_op": lambda e: f"device lacks {e['op']}" + (f" for {e['dtype']}" if "dtype" in e else ""),
+    "numerics": _numerics,
+    "crash": lambda e: f"crash: the test process was killed by {e['signal']}",
+    "timeout": lambda e: f"timeout: killed after {e['timeout_s']} s",
+    "harness": lambda e: (
+        f"harness: the test process exited with status {e['exit']} before reporting"
+        if "exit" in e
+        else f"harness: {e['type'] or 'error'} during {e['when']} at {e['at']}"
+    ),
+    "runtime_skip": lambda e: f"the test skips itself at runtime (at {e['at'] or 'an unknown place'})",
+    "assertion": lambda e: f"a non-numeric assertion fails at {e['at']}",
+    "exception": lambda e: f"{e['type']} at {e['at']}: {e['message']}",
+}
