@@ -30,7 +30,7 @@ def test_configs_hold_on_ring(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2",
          "--testreuse-config", str(CONFIGS), "--testreuse-device", "ring",
-         "--testreuse-isolation", "none", "--testreuse-results", str(results)],
+         "--testreuse-results", str(results)],
         cwd=tmp_path, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]

@@ -99,6 +99,7 @@ class TestreuseSession:
         self.seen_marks: set[str] = set()
         self.selections: list[str] = []
         self.forked: ForkedWorker | None = None
+        self.torch_state: torchbridge.Preparation | None = None
 
     # -- preparation --------------------------------------------------------------------------------------------
     def prepare_torch(self) -> None:
@@ -109,7 +110,7 @@ class TestreuseSession:
         problems = check_plan(self.plan)
         if problems:
             raise ConfigError(problems)
-        torchbridge.prepare(self.plan.capabilities, self._tolerances())
+        self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances())
         self._register_marks()
 
     def _register_marks(self) -> None:
@@ -211,6 +212,8 @@ class TestreuseSession:
             for item in deselected:
                 record = item.stash[CASE_KEY]
                 self.results.append({**record.facts(), "outcome": "deselected", "duration": 0.0})
+        if self.torch_state is not None:
+            self.torch_state.end_collection()  # the device-only switch was for importing upstream files only
 
     # -- running ------------------------------------------------------------------------------------------------
     def run_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -293,6 +296,8 @@ class TestreuseSession:
 
     def close(self) -> None:
         self.stop_isolation(graceful=False)
+        if self.torch_state is not None:
+            self.torch_state.close()
         if self.results is not None:
             self.results.close()
 
