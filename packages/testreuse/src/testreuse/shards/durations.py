@@ -28,6 +28,11 @@ class DurationsError(ValueError):
     """Malformed durations or results: the one-line message names the file and the field."""
 
 
+def _name(key: str) -> str:
+    """A key as an error message can show it on one line."""
+    return key if key.isprintable() else repr(key)
+
+
 def _leaves(node: object, path: TestPath, source: str, field: str, out: Table) -> None:
     if isinstance(node, bool) or not isinstance(node, int | float | dict):
         raise DurationsError(f"{source}: {field}: expected seconds or an object, got {type(node).__name__}")
@@ -35,7 +40,7 @@ def _leaves(node: object, path: TestPath, source: str, field: str, out: Table) -
         if len(path) == MAX_DEPTH:
             raise DurationsError(f"{source}: {field}: nested deeper than file/class/test")
         for key, child in node.items():
-            _leaves(child, (*path, key), source, f"{field}.{key}", out)
+            _leaves(child, (*path, key), source, f"{field}.{_name(key)}", out)
         return
     if not path or not math.isfinite(node) or node < 0:
         raise DurationsError(f"{source}: {field}: seconds must be a finite number >= 0, got {node!r}")
@@ -49,14 +54,15 @@ def parse_store(data: object, source: str) -> Store:
     store: Store = {}
     for job, configs in data.items():
         if not isinstance(configs, dict):
-            raise DurationsError(f"{source}: {job}: expected an object of test configs, got {type(configs).__name__}")
+            got = type(configs).__name__
+            raise DurationsError(f"{source}: {_name(job)}: expected an object of test configs, got {got}")
         store[job] = {}
         for config, files in configs.items():
             if not isinstance(files, dict):
-                raise DurationsError(f"{source}: {job}.{config}: expected an object of files")
+                raise DurationsError(f"{source}: {_name(job)}.{_name(config)}: expected an object of files")
             table: Table = {}
             for file, node in files.items():
-                _leaves(node, (file,), source, f"{job}.{config}.{file}", table)
+                _leaves(node, (file,), source, f"{_name(job)}.{_name(config)}.{_name(file)}", table)
             store[job][config] = table
     return store
 
