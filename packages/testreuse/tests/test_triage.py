@@ -102,9 +102,8 @@ def test_each_failure_gets_its_root_cause_with_evidence(triaged: tuple[Path, Pat
     assert category == "numerics"
     assert reason.startswith("results not close, max abs error 0.05 (allowed 1e-05)")
     assert causes["test_crashes_fallbackdev"] == ("crash", "crash: the test process was killed by SIGABRT")
-    category, reason = causes["test_skips_itself_fallbackdev"]
-    assert category == "runtime_skip"
-    assert "Skipped" not in reason
+    skipped = causes["test_skips_itself_fallbackdev"]
+    assert skipped == ("runtime_skip", "upstream skips it at runtime: needs two devices")
     category, reason = causes["test_asserts_fallbackdev"]
     asserting = "        self.assertTrue(torch.zeros(1, device=device).item() > 1)"
     line = UPSTREAM.lstrip("\n").splitlines().index(asserting) + 1
@@ -130,7 +129,7 @@ def test_the_proposed_diff_rebuckets_from_causes_and_validates(
     assert "never checked" not in text  # the passing rule became mandatory_success, its reason dropped
     assert "crash: the test process was killed by SIGABRT" in text
     assert "mode: skip" in text
-    assert "skips itself at runtime" in text
+    assert "upstream skips it at runtime: needs two devices" in text
     assert main(["validate", str(config), "--torch-root", str(root)]) == 0
 
 

@@ -2,9 +2,9 @@
 
 Categories: `unsupported_op` (the first op and dtype the device refused, from its error), `numerics` (a comparison
 failure with its greatest errors against the tolerance), `crash` (the signal), `timeout`, `harness` (set-up or
-teardown errors, a worker that exited), `runtime_skip` (the test skipped itself), `assertion` (a non-numeric
-assertion, by where it failed), `exception` (any other error, by type, place and message). A reason names the
-cause; it is never the assertion text or a bare "Skipped!".
+teardown errors, a worker that exited), `runtime_skip` (upstream skipped it, with the reason it gave),
+`assertion` (a non-numeric assertion, by where it failed), `exception` (any other error, by type, place and
+message). A reason names the cause; it is never the assertion text or a bare "Skipped!".
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def classify(record: dict[str, Any]) -> Cause | None:
     kind, message = failure.get("type", ""), failure.get("message", "")
     where = failure.get("test_at") or failure.get("raised_at") or record.get("nodeid", "")
     if kind in _SKIP_TYPES or outcome == "skipped":
-        return Cause("runtime_skip", f"runtime_skip {failure.get('raised_at', '')}", {"at": failure.get("raised_at")})
+        said = message if message.rstrip("!") not in ("", "Skipped", "skipped") else ""
+        return Cause("runtime_skip", f"runtime_skip {said}", {"message": said})
     if failure.get("when") in ("setup", "teardown") or outcome == "error":
         return Cause("harness", f"harness {kind}", {"type": kind, "when": failure.get("when", "setup"), "at": where})
     if kind == "NotImplementedError" or "not supported for dtype" in message:
@@ -74,7 +75,7 @@ def classify(record: dict[str, Any]) -> Cause | None:
         return Cause("assertion", f"assertion {where}", {"at": where})
     return Cause(
         "exception",
-        f"exception {kind} {failure.get('raised_at', '')}",
+        f"exception {kind}: {message}",
         {"type": kind or "unknown", "at": failure.get("raised_at") or where, "message": message[:160]},
     )
 
@@ -105,7 +106,9 @@ _REASONS = {
         if "exit" in e
         else f"harness: {e['type'] or 'error'} during {e['when']} at {e['at']}"
     ),
-    "runtime_skip": lambda e: f"the test skips itself at runtime (at {e['at'] or 'an unknown place'})",
+    "runtime_skip": lambda e: (
+        f"upstream skips it at runtime: {e['message']}" if e["message"] else "upstream skips it, giving no reason"
+    ),
     "assertion": lambda e: f"a non-numeric assertion fails at {e['at']}",
     "exception": lambda e: f"{e['type']} at {e['at']}: {e['message']}",
 }

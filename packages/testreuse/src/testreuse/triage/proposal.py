@@ -133,7 +133,8 @@ def _change(placed: PlacedRule, groups: list[Group]) -> RuleChange | None:
     texts = [_render({**original, "mode": first.mode, "reason": first.reason()}, indent)]
     for group in groups[1:]:
         for names, scope in _scopes(group, groups):
-            only = {**original.get("only", {}), **(scope or {})} or None  # never wider than the rule it splits
+            narrowed = {**original.get("only", {}), **(scope or {})}  # never wider than the rule it splits
+            only = {k: narrowed[k] for k in ("ops", "modules", "dtypes") if k in narrowed} or None
             fields = {**original, "names": names, "only": only, "mode": group.mode, "reason": group.reason()}
             texts.append(_render(fields, indent))
     return RuleChange(path, start, end, "".join(lines[start - 1 : end - 1]), "".join(texts), tuple(groups))
@@ -150,6 +151,8 @@ def _block_end(lines: list[str], start: int, column: int) -> int:
 
 def _fields(rule: Any) -> dict[str, Any]:
     data = rule.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    if "only" in data:  # in the configs' order: what, then which dtypes
+        data["only"] = {k: data["only"][k] for k in ("ops", "modules", "dtypes") if k in data["only"]}
     return {k: data[k] for k in ("names", "only", "labels", "edits") if k in data}
 
 
