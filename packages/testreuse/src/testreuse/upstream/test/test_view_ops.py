@@ -217,13 +217,6 @@ class TestViewOps(TestCase):
         with self.assertRaisesRegex(RuntimeError, "view size is not compatible"):
             t.view(24)
 
-    def test_storage_offset_of_nested_views(self, device):
-        t = torch.arange(60.0, device=device).view(3, 4, 5)
-        v = t[1][2][1:]
-        self.assertEqual(v.storage_offset(), 20 + 10 + 1)
-        self.assertEqual(v._base is t, True)
-        self.assertEqual(v.cpu(), torch.arange(31.0, 35.0))
-
 
 instantiate_device_type_tests(TestViewOps, globals())
 
