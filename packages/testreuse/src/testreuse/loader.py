@@ -12,12 +12,25 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from testreuse.capabilities import ResolvedCapabilities, resolve_capabilities
+from testreuse.comments import comment_reasons
+from testreuse.dialect import GlobalDialect, global_dialect
 from testreuse.errors import ConfigError, Location, Problem, format_path
 from testreuse.model import ConfigFile, Mode, Rule
 from testreuse.yamlmarks import MarkedDocument, parse_yaml
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_NO_ADDED_MODULES = "testreuse cannot add a module: modules.include keeps only ModuleInfos upstream already lists"
+# torch-spyre fields with no testreuse meaning, keyed by (enclosing section, field): refused with the reason
+UNSUPPORTED = {
+    ("ops", "sample_inputs_func"): "testreuse cannot add an op or its own samples: ops.include keeps only OpInfos "
+    "upstream already lists (use samples.exclude to drop samples)",
+    ("ops", "tags"): "marks go on the entry (`tags`); `-m op__<name>` already selects one op's cases",
+    **{
+        ("modules", key): _NO_ADDED_MODULES
+        for key in ("module_path", "apply_device_layout", "constructor_inputs", "forward_inputs")
+    },
+}
 
 
 def default_torch_root() -> Path:
@@ -31,6 +44,17 @@ def resolve_torch_root(option: str | None) -> Path:
     root = Path(chosen).expanduser().resolve()
     if not root.is_dir():
         raise ConfigError([Problem(Location(chosen), "", "TORCH_ROOT is not a directory")])
+    return root
+
+
+def resolve_device_root(option: str | None) -> Path | None:
+    """TORCH_DEVICE_ROOT (the backend's own test tree) from the option, else the environment; None when neither."""
+    chosen = option or os.environ.get("TORCH_DEVICE_ROOT")
+    if not chosen:
+        return None
+    root = Path(chosen).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError([Problem(Location(chosen), "", "TORCH_DEVICE_ROOT is not a directory")])
     return root
 
 
@@ -69,6 +93,7 @@ class Plan:
     labels: tuple[str, ...]
     files: dict[Path, FilePlan]
     capabilities: ResolvedCapabilities
+    dialect: GlobalDialect
 
 
 def config_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -94,6 +119,7 @@ def read_config(path: Path) -> tuple[ConfigFile, MarkedDocument]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([Problem(Location(str(path)), "", f"cannot read: {exc}")]) from None
     doc = parse_yaml(text, str(path))
+    comment_reasons(doc, text)
     try:
         return ConfigFile.model_validate(doc.data), doc
     except ValidationError as exc:
@@ -104,7 +130,8 @@ def _problem(doc: MarkedDocument, err: dict) -> Problem:
     loc = tuple(err["loc"])
     message = err["msg"]
     if err["type"] == "extra_forbidden":
-        message = "unknown key"
+        why = UNSUPPORTED.get((str(loc[-4]), str(loc[-1]))) if len(loc) >= 4 else None
+        message = f"unsupported field {loc[-1]}: {why}" if why else "unknown key"
     elif message.startswith("Value error, "):
         message = message.removeprefix("Value error, ")
     elif err["type"] == "missing":
@@ -112,11 +139,16 @@ def _problem(doc: MarkedDocument, err: dict) -> Problem:
     return Problem(doc.locate(loc, key=err["type"] == "extra_forbidden"), format_path(loc), message)
 
 
-def expand_path(pattern: str, torch_root: Path, config_dir: Path) -> list[Path]:
-    """`${TORCH_ROOT}` substitution, then globbing; relative paths are relative to the config file."""
-    unknown = [name for name in VARIABLE.findall(pattern) if name != "TORCH_ROOT"]
+def expand_path(pattern: str, torch_root: Path, config_dir: Path, device_root: Path | None = None) -> list[Path]:
+    """`${TORCH_ROOT}` and `${TORCH_DEVICE_ROOT}` substitution, then globbing; relative paths are relative to the
+    config file."""
+    unknown = [name for name in VARIABLE.findall(pattern) if name not in ("TORCH_ROOT", "TORCH_DEVICE_ROOT")]
     if unknown:
-        raise ValueError(f"unknown variable ${{{unknown[0]}}} (only ${{TORCH_ROOT}} is defined)")
+        raise ValueError(f"unknown variable ${{{unknown[0]}}} (only ${{TORCH_ROOT}} and ${{TORCH_DEVICE_ROOT}})")
+    if "${TORCH_DEVICE_ROOT}" in pattern:
+        if device_root is None:
+            raise ValueError("${TORCH_DEVICE_ROOT} is not set: pass --torch-device-root or set TORCH_DEVICE_ROOT")
+        pattern = pattern.replace("${TORCH_DEVICE_ROOT}", str(device_root))
     expanded = Path(pattern.replace("${TORCH_ROOT}", str(torch_root)))
     if not expanded.is_absolute():
         expanded = config_dir / expanded
@@ -126,10 +158,18 @@ def expand_path(pattern: str, torch_root: Path, config_dir: Path) -> list[Path]:
     return matches
 
 
-def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run_commands: bool = True) -> Plan:
+def load_plan(
+    inputs: Sequence[str | os.PathLike[str]],
+    torch_root: Path,
+    *,
+    run_commands: bool = True,
+    device_root: Path | None = None,
+) -> Plan:
     """Merge configs in order: rules concatenate (later wins ties), later `unlisted_test_mode` and capability keys win,
-    labels unite. `run_commands=False` leaves capability export commands unrun (see resolve_capabilities)."""
+    labels unite. `run_commands=False` leaves capability export commands unrun (see resolve_capabilities); without
+    `device_root`, `$TORCH_DEVICE_ROOT` is used."""
     sources = config_files(inputs)
+    device_root = device_root or resolve_device_root(None)
     problems: list[Problem] = []
     labels: list[str] = []
     files: dict[Path, FilePlan] = {}
@@ -148,7 +188,7 @@ def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run
         for index, entry in enumerate(suite.files):
             base = ("test_suite_config", "files", index)
             try:
-                paths = expand_path(entry.path, torch_root, source.parent)
+                paths = expand_path(entry.path, torch_root, source.parent, device_root)
             except ValueError as exc:
                 problems.append(Problem(doc.locate((*base, "path")), format_path((*base, "path")), str(exc)))
                 continue
@@ -172,4 +212,4 @@ def load_plan(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run
         problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
-    return Plan(sources, torch_root, tuple(labels), files, capabilities)
+    return Plan(sources, torch_root, tuple(labels), files, capabilities, global_dialect(capability_layers))

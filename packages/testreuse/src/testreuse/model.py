@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import torch
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 EXACT_NAME = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*")
+# A `*` that no regex atom precedes (not after `.`, `)`, `]`, `}` or an escape): a glob, as in `*TestModule*::test_x`.
+GLOB_STAR = re.compile(r"(?:^|(?<![.)\]}\\]))\*")
+IDENTIFIER = r"^[A-Za-z_]\w*$"
+NameKind = Literal["exact", "glob", "method", "regex"]
 
 
 class Mode(enum.StrEnum):
@@ -30,14 +34,29 @@ def _torch_dtype(name: str) -> str:
     return name
 
 
-def _case_name(name: str) -> str:
+def name_kind(name: str) -> NameKind:
+    """How a test name matches: `Class::test` exactly; a glob (a bare `*`) with fnmatch; a name without `::` as a
+    prefix-anchored regex on the method name in any class (torch-spyre's form); else a regex on `Class::test`."""
     if EXACT_NAME.fullmatch(name):
+        return "exact"
+    if GLOB_STAR.search(name):
+        return "glob"
+    return "method" if "::" not in name else "regex"
+
+
+def _case_name(name: str) -> str:
+    if name_kind(name) in ("exact", "glob"):
         return name
     try:
         re.compile(name)
     except re.error as exc:
-        raise ValueError(f"{name!r} is neither Class::test nor a valid regex ({exc})") from None
+        raise ValueError(f"{name!r} is neither Class::test, a glob nor a valid regex ({exc})") from None
     return name
+
+
+def _bare_op(value: Any) -> Any:
+    """torch-spyre writes a supported op without dtypes as its bare name: `supported_ops: [add, {name: mul}]`."""
+    return {"name": value} if isinstance(value, str) else value
 
 
 DtypeName = Annotated[str, AfterValidator(_torch_dtype)]
@@ -48,22 +67,50 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Description = Annotated[str | None, Field(description="Free text for readers; no effect.")]
+
+
 class Dtype(Strict):
     name: DtypeName = Field(description="A torch dtype name, e.g. float32 or bfloat16.")
+    description: Description = None
+
+
+class Tolerance(Strict):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0)
+
+
+class OpDtype(Dtype):
+    precision: Tolerance | None = Field(None, description="Comparison tolerance for this op's cases of this dtype.")
+
+
+class DtypeSpec(OpDtype):
+    force_xfail: bool = Field(False, description="This dtype's mandatory_success cases become xfail.")
 
 
 class Named(Strict):
     name: str = Field(min_length=1, description="An OpInfo full name (ops) or a ModuleInfo name (modules).")
+    description: Description = None
 
 
 class DtypeEdit(Strict):
-    include: list[Dtype] | None = Field(None, description="Keep only these dtypes.")
+    include: list[DtypeSpec] | None = Field(None, description="Add these dtypes to the tests' @dtypes lists.")
     exclude: list[Dtype] = Field(default_factory=list, description="Drop these dtypes.")
 
 
 class NamedEdit(Strict):
     include: list[Named] | None = Field(None, description="Keep only these.")
     exclude: list[Named] = Field(default_factory=list, description="Drop these.")
+
+
+class Function(Strict):
+    name: str = Field(pattern=IDENTIFIER, description="A TestCase method, e.g. assertEqual.")
+
+
+class FunctionEdit(Strict):
+    cpu_move: list[Function] = Field(
+        default_factory=list, description="TestCase methods whose tensor arguments move to CPU first."
+    )
 
 
 class Shape(Strict):
@@ -89,6 +136,7 @@ class Edits(Strict):
     modules: NamedEdit | None = None
     samples: SampleEdit | None = None
     precision: list[Precision] = Field(default_factory=list)
+    functions: FunctionEdit | None = None
 
 
 class Scope(Strict):
@@ -107,12 +155,18 @@ class Scope(Strict):
 
 class Rule(Strict):
     names: list[CaseName] = Field(
-        min_length=1, description="Generic `Class::test` names, or regexes fully matched against `Class::test`."
+        min_length=1,
+        description="Generic `Class::test` names; globs; bare method names (prefix regex, any class); regexes.",
     )
     mode: Mode = Field(description="Outcome bucket for the matched tests.")
     reason: str | None = Field(None, description="Why; required for every mode but mandatory_success.")
     only: Scope | None = Field(None, description="Apply this rule only to cases with these ops/dtypes/modules.")
     labels: list[str] = Field(default_factory=list, description="Tiers for these tests, as `label__<name>` marks.")
+    tags: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
+        default_factory=list, description="pytest marks on these tests' cases, also JUnit properties."
+    )
+    description: Description = None
+    no_grad: bool = Field(False, description="Run these tests under torch.no_grad().")
     edits: Edits | None = None
 
     @model_validator(mode="after")
@@ -130,7 +184,9 @@ class FileEntry(Strict):
 
 class SupportedOp(Strict):
     name: str = Field(min_length=1)
-    dtypes: list[Dtype] | None = Field(None, description="Dtypes this op supports; default: supported_dtypes.")
+    description: Description = None
+    force_xfail: bool = Field(False, description="This op's mandatory_success cases become xfail.")
+    dtypes: list[OpDtype] | None = Field(None, description="Dtypes this op supports; default: supported_dtypes.")
 
 
 class CapabilitySource(Strict):
@@ -147,15 +203,20 @@ class CapabilitySource(Strict):
 
 
 class Capabilities(Strict):
-    supported_dtypes: list[Dtype] | None = None
-    supported_ops: list[SupportedOp] | None = None
+    supported_dtypes: list[DtypeSpec] | None = None
+    supported_ops: list[Annotated[SupportedOp, BeforeValidator(_bare_op)]] | None = None
     supported_modules: list[Named] | None = None
+
+
+class InputConfig(Strict):
+    seed: int | None = Field(None, description="Seed torch's, Python's and NumPy's RNGs after each test's setUp.")
 
 
 class GlobalConfig(Capabilities):
     capabilities: CapabilitySource | None = Field(
         None, description="Take capabilities from the backend's export; keys given here override it."
     )
+    input_config: InputConfig | None = None
 
 
 class SuiteConfig(Strict):

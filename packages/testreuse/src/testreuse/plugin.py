@@ -20,6 +20,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="config file or directory of them; repeatable, later ones take precedence",
     )  # fmt: skip
     group.addoption("--torch-root", metavar="DIR", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    group.addoption(
+        "--torch-device-root", metavar="DIR",
+        help="the backend's own test tree, ${TORCH_DEVICE_ROOT} in configs (default: $TORCH_DEVICE_ROOT)",
+    )  # fmt: skip
     group.addoption("--testreuse-device", metavar="NAME", help="expected privateuse1 backend name; checked")
     group.addoption(
         "--testreuse-backend", metavar="MODULE[:FUNC]",
@@ -93,6 +97,11 @@ class StateHooks:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         self.state.run_protocol(item, nextitem)
         return True
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        with self.state.running(item):
+            return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from dataclasses import dataclass
 
 from testreuse.errors import Location
 from testreuse.loader import FilePlan, PlacedRule, Plan
-from testreuse.model import EXACT_NAME, Edits, Mode
+from testreuse.model import EXACT_NAME, Edits, Mode, name_kind
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,18 @@ def _pattern(name: str) -> re.Pattern[str]:
 
 
 def name_matches(name: str, key: str) -> bool:
-    """Exact `Class::test` names compare equal; anything else is a regex fully matched against `Class::test`."""
-    return name == key if EXACT_NAME.fullmatch(name) else _pattern(name).fullmatch(key) is not None
+    """`Class::test` compares equal; a glob is fnmatched against `Class::test` (or the method name when it has no
+    `::`); a name without `::` is a prefix-anchored regex on the method name in any class (torch-spyre's matching,
+    so `test_foo` also matches `test_foo_bar`); any other name is a regex fully matched against `Class::test`."""
+    kind = name_kind(name)
+    method = key.partition("::")[2]
+    if kind == "exact":
+        return name == key
+    if kind == "glob":
+        return fnmatch.fnmatchcase(key if "::" in name else method, name)
+    if kind == "method":
+        return _pattern(name).match(method) is not None
+    return _pattern(name).fullmatch(key) is not None
 
 
 def _in_scope(placed: PlacedRule, case: Case) -> bool:
@@ -96,7 +107,7 @@ def _edit_skip(rules: list[PlacedRule], case: Case) -> Decision | None:
 
 def _dropped_by(edits: Edits, case: Case) -> str:
     checks = (
-        (edits.dtypes, list(case.dtypes), "dtype"),
+        (edits.dtypes, list(case.dtypes), "dtype"),  # dtypes.include adds (at instantiation), it never narrows
         (edits.ops, [case.op] if case.op else [], "op"),
         (edits.modules, [case.module] if case.module else [], "module"),
     )
@@ -104,7 +115,7 @@ def _dropped_by(edits: Edits, case: Case) -> str:
         if edit is None or not values:
             continue
         excluded = {e.name for e in edit.exclude}
-        included = None if edit.include is None else {e.name for e in edit.include}
+        included = None if edit.include is None or what == "dtype" else {e.name for e in edit.include}
         for value in values:
             if value in excluded:
                 return f"{what} {value} excluded"
@@ -132,7 +143,28 @@ def decide(plan: Plan, file_plan: FilePlan, case: Case) -> Decision:
             return Decision(early.mode, early.rule, early.reason, labels)
     if rules:
         winner = rules[-1].rule
-        reason = winner.reason or "listed"
-        return Decision(winner.mode, rules[-1].location, reason, labels)
-    mode = file_plan.unlisted_mode
-    return Decision(mode, file_plan.unlisted_origin, f"not listed: unlisted_test_mode is {mode.value}", labels)
+        decision = Decision(winner.mode, rules[-1].location, winner.reason or "listed", labels)
+    else:
+        mode = file_plan.unlisted_mode
+        reason = f"not listed: unlisted_test_mode is {mode.value}"
+        decision = Decision(mode, file_plan.unlisted_origin, reason, labels)
+    forced = _forced_xfail(plan, rules, case) if decision.mode is Mode.mandatory_success else None
+    return Decision(Mode.xfail, forced[0], forced[1], labels) if forced else decision
+
+
+def _forced_xfail(plan: Plan, rules: list[PlacedRule], case: Case) -> tuple[Location, str] | None:
+    """`force_xfail` on the case's op (supported_ops), on one of its dtypes (supported_dtypes), or on an
+    `edits.dtypes.include` item of a rule naming it: where it was written and the reason."""
+    dialect = plan.dialect
+    if case.op is not None and case.op in dialect.forced_ops:
+        return dialect.forced_ops[case.op], f"force_xfail on op {case.op} (supported_ops)"
+    for placed in reversed(rules):
+        edit = placed.rule.edits.dtypes if placed.rule.edits is not None else None
+        for index, item in enumerate(edit.include or () if edit is not None else ()):
+            if item.force_xfail and item.name in case.dtypes:
+                where = placed.locate("edits", "dtypes", "include", index, "force_xfail")
+                return where, f"force_xfail on dtype {item.name} (edits.dtypes.include)"
+    dtype = next((d for d in case.dtypes if d in dialect.forced_dtypes), None)
+    if dtype is not None:
+        return dialect.forced_dtypes[dtype], f"force_xfail on dtype {dtype} (supported_dtypes)"
+    return None

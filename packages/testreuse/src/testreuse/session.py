@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import time
 import unittest
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +21,12 @@ from testreuse.errors import ConfigError
 from testreuse.failures import failure_facts
 from testreuse.importer import import_upstream
 from testreuse.isolation import Death, ForkedWorker
-from testreuse.loader import FilePlan, Plan, load_plan, resolve_torch_root
+from testreuse.loader import FilePlan, PlacedRule, Plan, load_plan, resolve_device_root, resolve_torch_root
 from testreuse.model import Mode
 from testreuse.pytestbridge import run_item
 from testreuse.results import ResultsFile
-from testreuse.rules import Case, Decision, decide, excluded_shapes, name_matches
+from testreuse.rules import Case, Decision, decide, excluded_shapes, matching_rules, name_matches
+from testreuse.runsettings import RunSettings, run_settings
 from testreuse.selection import claim_node_ids, is_selected, selected_modules
 from testreuse.upstream import generic_tests
 from testreuse.validate import check_plan
@@ -41,6 +44,7 @@ class CaseRecord:
     decision: Decision
     op: Any = None
     excluded_shapes: tuple[tuple[int, ...], ...] = ()
+    settings: RunSettings = field(default_factory=RunSettings)
 
     def facts(self) -> dict[str, Any]:
         return {
@@ -54,6 +58,7 @@ class CaseRecord:
             "rule": str(self.decision.rule),
             "reason": self.decision.reason,
             "labels": list(self.decision.labels),
+            "tags": list(self.settings.tags),
         }
 
     def marks(self) -> list[str]:
@@ -61,7 +66,7 @@ class CaseRecord:
         names += [f"op__{self.case.op}"] if self.case.op else []
         names += [f"dtype__{d}" for d in self.case.dtypes]
         names += [f"module__{self.case.module}"] if self.case.module else []
-        return names + [f"label__{label}" for label in self.decision.labels]
+        return names + [f"label__{label}" for label in self.decision.labels] + list(self.settings.tags)
 
 
 class UpstreamModule(pytest.Module):
@@ -84,7 +89,10 @@ class TestreuseSession:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         option = config.option
-        self.plan: Plan = load_plan(option.testreuse_config, resolve_torch_root(option.torch_root))
+        device_root = resolve_device_root(option.torch_device_root)
+        self.plan: Plan = load_plan(
+            option.testreuse_config, resolve_torch_root(option.torch_root), device_root=device_root
+        )
         self.isolation: str = option.testreuse_isolation
         self.timeout: float = option.testreuse_timeout
         self.results = ResultsFile(Path(option.testreuse_results)) if option.testreuse_results else None
@@ -110,33 +118,46 @@ class TestreuseSession:
         problems = check_plan(self.plan)
         if problems:
             raise ConfigError(problems)
-        self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances())
+        self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances(), self._added_dtypes())
         self._register_marks()
 
     def _register_marks(self) -> None:
         """Every name a mark can take, so `-m op__add` is checked against real names under --strict-markers."""
         names = [f"op__{op}" for op in op_names()] + [f"module__{m}" for m in module_names()]
         names += [f"dtype__{d}" for d in dtype_names()] + [f"label__{label}" for label in self.plan.labels]
-        names += [f"label__{label}" for fp in self.plan.files.values() for p in fp.rules for label in p.rule.labels]
+        rules = [p.rule for fp in self.plan.files.values() for p in fp.rules]
+        names += [f"label__{label}" for rule in rules for label in rule.labels] + [t for r in rules for t in r.tags]
         for name in sorted(set(names)):
             self._register_mark(name)
 
     def _tolerances(self) -> list[torchbridge.Tolerance]:
         """Precision edits bound to the exact generic tests their rule names (regexes expanded from the file)."""
-        found = set()
-        for path, file_plan in self.plan.files.items():
-            tests = generic_tests(path)
-            for placed in file_plan.rules:
-                if placed.rule.edits is None or not placed.rule.edits.precision:
-                    continue
-                keys = [k for k in tests if any(name_matches(n, k) for n in placed.rule.names)]
-                for key in keys:
-                    cls, _, test = key.partition("::")
-                    found |= {
-                        torchbridge.Tolerance(cls, test, p.op, p.dtype, p.atol, p.rtol)
-                        for p in placed.rule.edits.precision
-                    }
+        found = {
+            torchbridge.Tolerance(cls, test, p.op, p.dtype, p.atol, p.rtol)
+            for placed, (cls, test) in self._named_tests()
+            if placed.rule.edits is not None
+            for p in placed.rule.edits.precision
+        }
         return sorted(found, key=lambda t: (t.generic_class, t.generic_test, t.op, t.dtype))
+
+    def _added_dtypes(self) -> dict[tuple[str, str], list[str]]:
+        """`edits.dtypes.include` per exact generic test: the dtypes its `@dtypes` list gains on the device."""
+        added: dict[tuple[str, str], list[str]] = {}
+        for placed, key in self._named_tests():
+            edit = placed.rule.edits.dtypes if placed.rule.edits is not None else None
+            for item in edit.include or () if edit is not None else ():
+                added.setdefault(key, []).append(item.name)
+        return added
+
+    def _named_tests(self) -> Iterator[tuple[PlacedRule, tuple[str, str]]]:
+        """Each rule with edits and every generic (class, test) of its file that one of its names matches."""
+        for path, file_plan in self.plan.files.items():
+            with_edits = [p for p in file_plan.rules if p.rule.edits is not None]
+            tests = generic_tests(path) if with_edits else set()
+            for placed in with_edits:
+                for key in sorted(k for k in tests if any(name_matches(n, k) for n in placed.rule.names)):
+                    cls, _, test = key.partition("::")
+                    yield placed, (cls, test)
 
     def module_node_ids(self) -> dict[str, Path]:
         """Each planned file by its node id: relative to TORCH_ROOT, so ids read the same on every machine."""
@@ -195,7 +216,9 @@ class TestreuseSession:
         op_name = getattr(params.op, "full_name", None)
         case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module)
         shapes = tuple(excluded_shapes(file_plan, case))
-        return CaseRecord(item.nodeid, module.nodeid, case, decide(self.plan, file_plan, case), params.op, shapes)
+        settings = run_settings(self.plan, matching_rules(file_plan, case), case)
+        decision = decide(self.plan, file_plan, case)
+        return CaseRecord(item.nodeid, module.nodeid, case, decision, params.op, shapes, settings)
 
     def _register_mark(self, name: str) -> None:
         if name not in self.seen_marks:
@@ -241,6 +264,20 @@ class TestreuseSession:
         shapes = list(record.excluded_shapes) if record is not None else []
         with torchbridge.samples_without_shapes(record.op if record is not None else None, shapes):
             return run_item(item, nextitem, log=log)
+
+    @contextlib.contextmanager
+    def running(self, item: pytest.Item) -> Iterator[None]:
+        """The call phase of one test with its dialect settings (`no_grad`, `cpu_move`, seed, tolerance)."""
+        record = item.stash.get(CASE_KEY, None)
+        instance = getattr(item, "instance", None)
+        if record is None or instance is None or not record.settings.patches_instance:
+            yield
+            return
+        s = record.settings
+        with torchbridge.patched_test(
+            instance, no_grad=s.no_grad, cpu_move=s.cpu_move, seed=s.seed, precision=s.precision
+        ):
+            yield
 
     def stop_isolation(self, graceful: bool) -> None:
         """At session end: the worker tears down its fixtures and exits (killed at once if the run was interrupted)."""

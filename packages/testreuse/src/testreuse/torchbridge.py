@@ -13,6 +13,10 @@ What is used, and why it is the least invasive choice:
 - `op_db` and `module_db`: the catalogs of OpInfo and ModuleInfo names configs are checked against.
 - The `param_kwargs` default of an instantiated test: torch's own parametrization record (op, dtype, module), so
   nothing is parsed back out of method names.
+- `DeviceTypeTestBase._get_dtypes`, wrapped on `PrivateUse1TestBase` during collection only: `edits.dtypes.include`
+  adds dtypes to a test's `@dtypes` list for the device without touching the upstream function.
+- Per test instance, never the class or torch (undone after the test): `setUp` then `set_rng_seed(seed)`,
+  `_apply_precision_override_for_test` then the configured tolerance, TestCase methods moving tensors to CPU.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import inspect
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,13 +105,20 @@ class Preparation:
     backend: str
     env_before: str | None
     dtypes_before: list[tuple[Any, Any]] = field(default_factory=list)
+    added_dtypes: bool = False
 
     def end_collection(self) -> None:
-        """Upstream files are instantiated: drop the device-only switch (restoring any value it had before)."""
+        """Upstream files are instantiated: drop the device-only switch (restoring any value it had before) and the
+        dtype additions."""
         if self.env_before is None:
             os.environ.pop(ONLY_FOR_KEY, None)
         else:
             os.environ[ONLY_FOR_KEY] = self.env_before
+        if self.added_dtypes:
+            from torch.testing._internal.common_device_type import PrivateUse1TestBase
+
+            del PrivateUse1TestBase._get_dtypes
+            self.added_dtypes = False
 
     def close(self) -> None:
         """Undo everything, newest first; safe to call twice."""
@@ -123,9 +134,15 @@ class Preparation:
         PrivateUse1TestBase.set_test_configs()
 
 
-def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance]) -> Preparation:
+DtypeAdditions = Mapping[tuple[str, str], Sequence[str]]
+
+
+def prepare(
+    capabilities: ResolvedCapabilities, tolerances: list[Tolerance], added_dtypes: DtypeAdditions | None = None
+) -> Preparation:
     """Configure torch's device-generic machinery for the backend; call once, before any upstream file imports, and
-    undo it with the returned Preparation."""
+    undo it with the returned Preparation. `added_dtypes` maps a generic (class, test) to dtypes its `@dtypes` list
+    gains on the device."""
     from torch.testing._internal import common_device_type as cdt
 
     if cdt.PrivateUse1TestBase not in cdt.device_type_test_bases:
@@ -135,7 +152,25 @@ def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance]) -> 
     cdt.PrivateUse1TestBase.setUpClass()
     _narrow_op_dtypes(capabilities, preparation)
     cdt.PrivateUse1TestBase.set_test_configs(op_overrides=_tolerance_overrides(tolerances) or None)
+    if added_dtypes and "_get_dtypes" not in vars(cdt.PrivateUse1TestBase):
+        cdt.PrivateUse1TestBase._get_dtypes = _adding_dtypes(cdt.PrivateUse1TestBase, added_dtypes)
+        preparation.added_dtypes = True
     return preparation
+
+
+def _adding_dtypes(base: type, added: DtypeAdditions) -> classmethod:
+    """torch's `_get_dtypes` plus the configured dtypes, for `@dtypes` lists of single dtypes (not of tuples)."""
+    original = inspect.getattr_static(base, "_get_dtypes").__func__
+
+    def _get_dtypes(cls: type, test: Any) -> Any:
+        dtypes = original(cls, test)
+        generic = cls.__bases__[1].__name__ if len(cls.__bases__) == 2 else cls.__name__
+        extra = [getattr(torch, d) for d in added.get((generic, test.__name__), ())]
+        if dtypes is None or not extra or not all(isinstance(d, torch.dtype) for d in dtypes):
+            return dtypes
+        return [*dtypes, *(d for d in extra if d not in dtypes)]
+
+    return classmethod(_get_dtypes)
 
 
 def _narrow_op_dtypes(capabilities: ResolvedCapabilities, preparation: Preparation) -> None:
@@ -233,3 +268,72 @@ def samples_without_shapes(op: Any, shapes: list[tuple[int, ...]]) -> Iterator[N
         yield
     finally:
         del op.sample_inputs
+
+
+def testcase_methods() -> frozenset[str]:
+    """Names `edits.functions.cpu_move` may patch: callables of torch's TestCase."""
+    from torch.testing._internal.common_utils import TestCase
+
+    return frozenset(name for name in dir(TestCase) if callable(getattr(TestCase, name, None)))
+
+
+@contextlib.contextmanager
+def patched_test(
+    instance: Any,
+    *,
+    no_grad: bool = False,
+    cpu_move: Sequence[str] = (),
+    seed: int | None = None,
+    precision: tuple[float, float] | None = None,
+) -> Iterator[None]:
+    """Run one test with the dialect's settings, patching only this TestCase instance (undone afterwards): the named
+    methods see their tensor arguments on CPU, the seed follows torch's own `setUp` seeding, the tolerance follows
+    torch's own per-test override, and grad mode is off for `no_grad`."""
+    from torch.testing._internal.common_utils import set_rng_seed
+
+    patches: dict[str, Callable[..., Any]] = {name: _on_cpu(getattr(instance, name)) for name in cpu_move}
+    if seed is not None:
+        setup = instance.setUp
+
+        def seeded_setup() -> None:
+            setup()
+            set_rng_seed(seed)
+
+        patches["setUp"] = seeded_setup
+    apply = getattr(instance, "_apply_precision_override_for_test", None)
+    if precision is not None and apply is not None:
+
+        def with_tolerance(test: Any, param_kwargs: dict[str, Any]) -> None:
+            apply(test, param_kwargs)
+            instance.precision, instance.rel_tol = precision
+
+        patches["_apply_precision_override_for_test"] = with_tolerance
+    before = {name: vars(instance)[name] for name in patches if name in vars(instance)}
+    vars(instance).update(patches)
+    try:
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            yield
+    finally:
+        for name in patches:
+            vars(instance).pop(name, None)
+        vars(instance).update(before)
+
+
+def _on_cpu(method: Callable[..., Any]) -> Callable[..., Any]:
+    def moved(*args: Any, **kwargs: Any) -> Any:
+        return method(*_cpu(args), **{k: _cpu(v) for k, v in kwargs.items()})
+
+    return moved
+
+
+def _cpu(value: Any) -> Any:
+    """Tensors, also inside lists, tuples and dicts, moved to CPU; anything else unchanged."""
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if isinstance(value, list):
+        return [_cpu(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_cpu(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _cpu(v) for k, v in value.items()}
+    return value

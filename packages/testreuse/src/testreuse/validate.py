@@ -10,9 +10,12 @@ from pathlib import Path
 from testreuse.catalog import module_names, op_names
 from testreuse.errors import ConfigError, Problem, format_path
 from testreuse.loader import PlacedRule, Plan, load_plan
-from testreuse.model import EXACT_NAME
+from testreuse.model import name_kind
 from testreuse.rules import name_matches
+from testreuse.torchbridge import testcase_methods
 from testreuse.upstream import generic_tests
+
+_KIND_WORD = {"glob": "glob", "method": "method name pattern", "regex": "regex"}
 
 
 def validate(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run_commands: bool = False) -> Plan:
@@ -78,7 +81,8 @@ def _check_test_names(plan: Plan) -> list[Problem]:
         for index, name in enumerate(placed.rule.names):
             if any(name_matches(name, key) for key in known[order]):
                 continue
-            what = f"no test {name!r}" if EXACT_NAME.fullmatch(name) else f"regex {name!r} matches no test"
+            kind = name_kind(name)
+            what = f"no test {name!r}" if kind == "exact" else f"{_KIND_WORD[kind]} {name!r} matches no test"
             problems.append(Problem(placed.locate("names", index), _path(placed, "names", index), f"{what} upstream"))
     return problems
 
@@ -99,6 +103,12 @@ def _check_rule_names(placed: PlacedRule, ops: frozenset[str], modules: frozense
                 found += [(("edits", f"{kind}s", group, i, "name"), n.name, kind) for i, n in enumerate(names)]
         found += [(("edits", "precision", i, "op"), p.op, "op") for i, p in enumerate(edits.precision)]
     problems = []
+    moved = edits.functions.cpu_move if edits is not None and edits.functions is not None else []
+    for i, function in enumerate(moved):
+        if function.name not in testcase_methods():
+            sub = ("edits", "functions", "cpu_move", i, "name")
+            message = f"{function.name!r} is not a method of torch's TestCase"
+            problems.append(Problem(placed.locate(*sub), _path(placed, *sub), message))
     for sub, name, kind in found:
         catalog, db = (ops, "op_db") if kind == "op" else (modules, "module_db")
         if name not in catalog:

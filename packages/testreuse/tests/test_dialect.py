@@ -1,0 +1,276 @@
+"""torch-spyre's config dialect runs unchanged: one config written as its users write them, run end to end on the
+fallback device; fields testreuse cannot honour are refused with one line naming the field and why."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from testreuse.errors import ConfigError
+from testreuse.loader import load_plan
+from testreuse.rules import name_matches
+
+BACKENDS = Path(__file__).resolve().parent / "backends"
+
+UPSTREAM = """
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+_OPS = [op for op in op_db if op.name in ("add", "mul")]
+_SEEDED = torch.rand(3, generator=torch.Generator().manual_seed(42))
+
+
+class TestDialect(TestCase):
+    @dtypes(torch.float32, torch.int64)
+    def test_fill(self, device, dtype):
+        self.assertEqual(torch.zeros(4, device=device, dtype=dtype).fill_(2).cpu(), torch.full((4,), 2, dtype=dtype))
+
+    @dtypes(torch.float32)
+    def test_widened(self, device, dtype):
+        self.assertEqual(torch.ones(2, device=device, dtype=dtype).sum().item(), 2)
+
+    @dtypes(torch.float64)
+    def test_close(self, device, dtype):
+        self.assertEqual(torch.tensor(1.0, device=device, dtype=dtype).cpu(), torch.tensor(1.05, dtype=dtype))
+
+    @ops(_OPS, allowed_dtypes=(torch.float32,))
+    def test_op_close(self, device, dtype, op):
+        self.assertEqual(torch.tensor(1.0, dtype=dtype), torch.tensor(1.05, dtype=dtype))
+
+    def test_grad_off(self, device):
+        self.assertFalse(torch.is_grad_enabled())
+
+    def test_seeded(self, device):
+        self.assertEqual(torch.rand(3), _SEEDED, atol=0, rtol=0)
+
+    def test_compare_on_cpu(self, device):
+        self.assertEqual(torch.ones(2, device=device), torch.ones(2), exact_device=True)
+
+    def test_compare_exact_device(self, device):
+        self.assertEqual(torch.ones(2, device=device), torch.ones(2), exact_device=True)
+
+    def test_tagged(self, device):
+        self.assertTrue(torch.ones(1, device=device).bool().item())
+
+
+class TestModuleLike(TestCase):
+    def test_forward(self, device):
+        self.assertTrue(True)
+
+    def test_backward(self, device):
+        self.assertTrue(True)
+
+
+instantiate_device_type_tests(TestDialect, globals())
+instantiate_device_type_tests(TestModuleLike, globals())
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+DEVICE_OWN = """
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestOwn(TestCase):
+    def test_own(self):
+        self.assertTrue(True)
+"""
+
+# Written as a torch-spyre user writes a config: bare method names, a glob, reasons as comments, descriptions.
+CONFIG = """\
+test_suite_config:
+  labels: [smoke]
+  files:
+    - path: ${TORCH_ROOT}/test/test_dialect.py
+      unlisted_test_mode: skip
+      tests:
+        - names: [test_fill]
+          mode: mandatory_success
+          description: fill on every supported dtype
+        - names: [test_widen]
+          mode: mandatory_success
+          edits:
+            dtypes:
+              include:
+                - {name: float64, description: add coverage for a dtype of interest}
+                - {name: float16}
+        - names: [TestDialect::test_close, TestDialect::test_op_close, test_seeded]
+          mode: mandatory_success
+        - names: [test_grad_off]
+          mode: mandatory_success
+          no_grad: true
+        - names: [test_compare_on_cpu]
+          mode: mandatory_success
+          edits:
+            functions:
+              cpu_move: [{name: assertEqual}]
+        # exact-device comparisons fail off the CPU; cpu_move is for test_compare_on_cpu only
+        - names: [TestDialect::test_compare_exact_device]
+          mode: xfail_strict
+        - names: [test_tagged]
+          mode: mandatory_success
+          tags: [model_1]
+        - names: ["*Module*::test_forward"]
+          mode: mandatory_success
+    - path: ${TORCH_DEVICE_ROOT}/test_device_own.py
+      unlisted_test_mode: mandatory_success
+  global:
+    supported_dtypes:
+      - {name: float32, description: the native dtype}
+      - {name: int64, force_xfail: true}
+      - {name: float64, precision: {atol: 0.1, rtol: 0.0}}
+    supported_ops:
+      - {name: add, dtypes: [{name: float32, precision: {atol: 0.1, rtol: 0.0}}]}
+      - {name: mul, force_xfail: true, description: rounds differently}
+    input_config: {seed: 42}
+"""
+
+
+@pytest.fixture(scope="session")
+def extensions_dir() -> str:
+    """Where the fallback device is compiled, read before pytester points HOME at a scratch folder."""
+    return os.environ.get("TORCH_EXTENSIONS_DIR") or str(Path.home() / ".cache" / "torch_extensions")
+
+
+@pytest.fixture
+def spyre(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, extensions_dir: str):
+    """The dialect config over an upstream tree and a device tree; returns a runner giving (result, records)."""
+    root, device_root = tmp_path / "torch_root", tmp_path / "device_tests"
+    (root / "test").mkdir(parents=True)
+    device_root.mkdir()
+    (root / "test" / "test_dialect.py").write_text(UPSTREAM)
+    (device_root / "test_device_own.py").write_text(DEVICE_OWN)
+    config = pytester.path / "spyre.yaml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", extensions_dir)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(BACKENDS), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("TORCH_DEVICE_ROOT", raising=False)
+
+    def run(*extra: str) -> tuple[pytest.RunResult, dict[str, dict]]:
+        results = pytester.path / "results.jsonl"
+        results.unlink(missing_ok=True)
+        args = ["-p", "no:cacheprovider", "--strict-markers", "--testreuse-config", str(config)]
+        args += ["--torch-root", str(root), "--torch-device-root", str(device_root)]
+        args += ["--testreuse-backend", "fallback_backend:load", "--testreuse-results", str(results), *extra]
+        result = pytester.runpytest_subprocess(*args, timeout=600)
+        lines = results.read_text().splitlines() if results.exists() else []
+        return result, {json.loads(line)["nodeid"].rsplit("::", 1)[1]: json.loads(line) for line in lines}
+
+    run.junit = pytester.path / "junit.xml"
+    return run
+
+
+def test_a_torch_spyre_config_runs_unchanged(spyre) -> None:
+    result, records = spyre("-rA", f"--junitxml={spyre.junit}")
+    got = {name: r["outcome"] for name, r in records.items()}
+    assert got == {
+        "test_fill_fallbackdev_float32": "passed",
+        "test_fill_fallbackdev_int64": "xpassed",  # force_xfail on supported_dtypes int64
+        "test_widened_fallbackdev_float32": "passed",  # `test_widen`: a prefix of the method name, any class
+        "test_widened_fallbackdev_float64": "passed",  # added by edits.dtypes.include
+        "test_widened_fallbackdev_float16": "deselected",  # added, but the device does not support it
+        "test_close_fallbackdev_float64": "passed",  # supported_dtypes precision
+        "test_op_close_add_fallbackdev_float32": "passed",  # supported_ops dtypes precision
+        "test_op_close_mul_fallbackdev_float32": "xfailed",  # force_xfail on supported_ops mul
+        "test_seeded_fallbackdev": "passed",  # input_config.seed after torch's own setUp seeding
+        "test_grad_off_fallbackdev": "passed",  # no_grad
+        "test_compare_on_cpu_fallbackdev": "passed",  # cpu_move of assertEqual
+        "test_compare_exact_device_fallbackdev": "xfailed",  # not moved: the patch was this instance's only
+        "test_tagged_fallbackdev": "passed",
+        "test_forward_fallbackdev": "passed",  # glob *Module*::test_forward
+        "test_backward_fallbackdev": "deselected",  # unlisted
+        "test_own": "passed",  # ${TORCH_DEVICE_ROOT}
+    }
+    assert records["test_compare_exact_device_fallbackdev"]["reason"] == (
+        "exact-device comparisons fail off the CPU; cpu_move is for test_compare_on_cpu only"
+    )
+    assert records["test_fill_fallbackdev_int64"]["reason"] == "force_xfail on dtype int64 (supported_dtypes)"
+    line = next(i for i, text in enumerate(CONFIG.splitlines(), 1) if "mul, force_xfail" in text)
+    column = CONFIG.splitlines()[line - 1].index("true") + 1
+    assert records["test_op_close_mul_fallbackdev_float32"]["rule"].endswith(f"spyre.yaml:{line}:{column}")
+    assert records["test_tagged_fallbackdev"]["tags"] == ["model_1"]
+    properties = {
+        (case.get("name"), prop.get("name"), prop.get("value"))
+        for case in ET.parse(spyre.junit).iter("testcase")
+        for prop in case.iter("property")
+    }
+    assert ("test_tagged_fallbackdev", "testreuse_tags", "model_1") in properties
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_tags_are_marks(spyre) -> None:
+    result, records = spyre("-m", "model_1")
+    assert [name for name, r in records.items() if r["outcome"] == "passed"] == ["test_tagged_fallbackdev"]
+    assert result.parseoutcomes()["passed"] == 1
+
+
+def write_config(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "test").mkdir(exist_ok=True)
+    (tmp_path / "test" / "test_x.py").write_text(UPSTREAM)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"test_suite_config:\n  files:\n    - path: ${{TORCH_ROOT}}/test/test_x.py\n{body}")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            "ops: {include: [{name: add, sample_inputs_func: {args: [1]}}]}",
+            "edits.ops.include[0].sample_inputs_func: unsupported field sample_inputs_func: testreuse cannot add",
+        ),
+        ("ops: {include: [{name: add, tags: [m]}]}", "unsupported field tags: marks go on the entry"),
+        (
+            "modules: {include: [{name: nn.Linear, module_path: torch.nn.Linear}]}",
+            "unsupported field module_path: testreuse cannot add a module",
+        ),
+    ],
+)
+def test_unsupported_fields_are_one_line_each(tmp_path: Path, edit: str, message: str) -> None:
+    config = write_config(tmp_path, f"      tests:\n        - names: [test_fill]\n          mode: skip\n"
+                                    f"          reason: r\n          edits: {{{edit}}}\n")  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        load_plan([config], tmp_path)
+    assert len(str(caught.value).splitlines()) == 1
+    assert message in str(caught.value)
+
+
+def test_a_reason_comment_must_sit_directly_above_its_entry(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "      tests:\n        # a comment with a blank line after it\n\n"
+                                    "        - names: [test_fill]\n          mode: xfail\n")  # fmt: skip
+    with pytest.raises(ConfigError, match="mode xfail needs a reason"):
+        load_plan([config], tmp_path)
+
+
+def test_device_root_unset_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCH_DEVICE_ROOT", raising=False)
+    config = tmp_path / "c.yaml"
+    config.write_text("test_suite_config:\n  files:\n    - path: ${TORCH_DEVICE_ROOT}/test_x.py\n")
+    with pytest.raises(ConfigError, match=r"\$\{TORCH_DEVICE_ROOT\} is not set: pass --torch-device-root"):
+        load_plan([config], tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "matches"),
+    [
+        ("TestFoo::test_x", "TestFoo::test_x", True),
+        ("TestFoo::test_x", "TestFoo::test_x_y", False),  # ours stays exact
+        ("test_x", "TestBar::test_x_y", True),  # torch-spyre's: prefix of the method, any class
+        ("test_x", "TestBar::a_test_x", False),
+        ("test_(a|b)$", "TestBar::test_b", True),
+        ("*TestModule*::test_forward", "NewTestModuleX::test_forward", True),
+        ("*TestModule*::test_forward", "NewTestModuleX::test_forward_2", False),
+        ("TestModule*::test_forward", "TestModuleX::test_forward", True),
+        ("test_view_*", "TestViews::test_view_t", True),
+        ("TestFoo::test_.*", "TestFoo::test_y", True),  # a regex: `.*` is no glob
+        ("TestFoo::test_.*", "TestFooBar::test_y", False),
+    ],
+)
+def test_name_forms(name: str, key: str, matches: bool) -> None:
+    assert name_matches(name, key) is matches
