@@ -107,7 +107,7 @@ def test_bad_records_name_the_record_and_field(record: dict[str, object], field:
 def test_results_file_reads_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text('{"nodeid": "t.py::A::x", "duration": 2, "outcome": "passed"}\n\n{broken\n')
-    with pytest.raises(DurationsError, match=r"results\.jsonl:3: record: not JSON"):
+    with pytest.raises(DurationsError, match=r"results\.jsonl:3: not a JSON record"):
         read_results(path)
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from testreuse.errors import ConfigError
 from testreuse.loader import resolve_torch_root
 from testreuse.model import Mode
+from testreuse.results import ResultsError
 from testreuse.schema import config_schema_text
 from testreuse.triage.proposal import apply, propose
-from testreuse.triage.records import RecordError, read_records
+from testreuse.triage.records import read_records
 from testreuse.triage.report import case_rows, summary_lines, unified_diff
 from testreuse.validate import ignored_export_ops, validate
 
@@ -147,7 +148,7 @@ def _schema(args: argparse.Namespace) -> int:
 def _triage(args: argparse.Namespace) -> int:
     try:
         records = read_records(Path(args.results))
-    except RecordError as exc:
+    except ResultsError as exc:
         raise CliError(str(exc), ExitCode.USAGE) from None
     plan = validate(args.config, resolve_torch_root(args.torch_root))
     changes, undecided = propose(plan, records)

@@ -32,12 +32,29 @@ class ResultsFile:
         os.close(self._fd)
 
 
+class ResultsError(ValueError):
+    """A results file that cannot be read: one line naming the file (and line)."""
+
+
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """Every complete record; a torn last line (the writer was killed mid-write) is ignored."""
+    """Every record in file order. A torn last line (the writer was killed mid-write, no newline) is dropped; any
+    other malformed line is an error naming it, never skipped silently."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot read results: {getattr(exc, 'strerror', None) or exc}") from None
+    lines = text.splitlines()
     records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
             continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines) and not text.endswith("\n"):
+                break
+            raise ResultsError(f"{path}:{number}: not a JSON record ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ResultsError(f"{path}:{number}: a record is a JSON object")
+        records.append(record)
     return records

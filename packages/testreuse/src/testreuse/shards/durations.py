@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from testreuse import results
+
 TestPath = tuple[str, ...]
 """(file,), (file, class) or (file, class, test): where a duration sits."""
 Table = dict[TestPath, float]
@@ -141,17 +143,9 @@ def table_from_records(records: Iterable[Mapping[str, object]], source: str) -> 
 def read_results(path: Path) -> Table:
     """A table from a testreuse results file (JSON lines, one record per test)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DurationsError(f"{path}: cannot read: {exc}") from None
-    records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise DurationsError(f"{path}:{number}: record: not JSON: {exc.msg}") from None
+        records = results.read_results(path)
+    except results.ResultsError as exc:
+        raise DurationsError(str(exc)) from None
     return table_from_records(records, str(path))
 
 
