@@ -19,6 +19,7 @@ UPSTREAM = """
 import torch
 from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, ops
 from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_modules import module_db, modules
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 _OPS = [op for op in op_db if op.name in ("add", "mul")]
@@ -41,6 +42,15 @@ class TestDialect(TestCase):
     @ops(_OPS, allowed_dtypes=(torch.float32,))
     def test_op_close(self, device, dtype, op):
         self.assertEqual(torch.tensor(1.0, dtype=dtype), torch.tensor(1.05, dtype=dtype))
+
+    @ops(_OPS, allowed_dtypes=(torch.float32,))
+    def test_op_runs(self, device, dtype, op):
+        sample = next(iter(op.sample_inputs(device, dtype)))
+        op(sample.input, *sample.args, **sample.kwargs)
+
+    @modules([info for info in module_db if info.name == "nn.Linear"], allowed_dtypes=(torch.float32,))
+    def test_module(self, device, dtype, module_info, training):
+        self.assertIn(module_info.name, ("nn.Linear", "nn.ReLU"))
 
     def test_grad_off(self, device):
         self.assertFalse(torch.is_grad_enabled())
@@ -102,6 +112,12 @@ test_suite_config:
                 - {name: float16}
         - names: [TestDialect::test_close, TestDialect::test_op_close, test_seeded]
           mode: mandatory_success
+        - names: [test_op_runs]
+          mode: mandatory_success
+          edits: {ops: {include: [{name: sub, description: add coverage for an op of interest}]}}
+        - names: [test_module]
+          mode: mandatory_success
+          edits: {modules: {include: [{name: nn.ReLU}]}}
         - names: [test_grad_off]
           mode: mandatory_success
           no_grad: true
@@ -114,7 +130,6 @@ test_suite_config:
         - names: [TestDialect::test_compare_exact_device]
           mode: xfail_strict
         - names: [test_tagged]
-          mode: mandatory_success
           tags: [model_1]
         - names: ["*Module*::test_forward"]
           mode: mandatory_success
@@ -128,6 +143,7 @@ test_suite_config:
     supported_ops:
       - {name: add, dtypes: [{name: float32, precision: {atol: 0.1, rtol: 0.0}}]}
       - {name: mul, force_xfail: true, description: rounds differently}
+      - sub
     input_config: {seed: 42}
 """
 
@@ -168,7 +184,11 @@ def spyre(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 def test_a_torch_spyre_config_runs_unchanged(spyre) -> None:
     result, records = spyre("-rA", f"--junitxml={spyre.junit}")
-    got = {name: r["outcome"] for name, r in records.items()}
+    got = {name: r["outcome"] for name, r in records.items() if not name.startswith("test_module")}
+    assert {(r["module"], r["outcome"]) for name, r in records.items() if name.startswith("test_module")} == {
+        ("nn.Linear", "passed"),
+        ("nn.ReLU", "passed"),  # added by edits.modules.include
+    }
     assert got == {
         "test_fill_fallbackdev_float32": "passed",
         "test_fill_fallbackdev_int64": "xpassed",  # force_xfail on supported_dtypes int64
@@ -178,11 +198,14 @@ def test_a_torch_spyre_config_runs_unchanged(spyre) -> None:
         "test_close_fallbackdev_float64": "passed",  # supported_dtypes precision
         "test_op_close_add_fallbackdev_float32": "passed",  # supported_ops dtypes precision
         "test_op_close_mul_fallbackdev_float32": "xfailed",  # force_xfail on supported_ops mul
+        "test_op_runs_add_fallbackdev_float32": "passed",
+        "test_op_runs_mul_fallbackdev_float32": "xpassed",  # force_xfail on mul
+        "test_op_runs_sub_fallbackdev_float32": "passed",  # added by edits.ops.include; a bare supported op
         "test_seeded_fallbackdev": "passed",  # input_config.seed after torch's own setUp seeding
         "test_grad_off_fallbackdev": "passed",  # no_grad
         "test_compare_on_cpu_fallbackdev": "passed",  # cpu_move of assertEqual
         "test_compare_exact_device_fallbackdev": "xfailed",  # not moved: the patch was this instance's only
-        "test_tagged_fallbackdev": "passed",
+        "test_tagged_fallbackdev": "passed",  # no mode: mandatory_success
         "test_forward_fallbackdev": "passed",  # glob *Module*::test_forward
         "test_backward_fallbackdev": "deselected",  # unlisted
         "test_own": "passed",  # ${TORCH_DEVICE_ROOT}
@@ -223,12 +246,12 @@ def write_config(tmp_path: Path, body: str) -> Path:
     [
         (
             "ops: {include: [{name: add, sample_inputs_func: {args: [1]}}]}",
-            "edits.ops.include[0].sample_inputs_func: unsupported field sample_inputs_func: testreuse cannot add",
+            "edits.ops.include[0].sample_inputs_func: unsupported field sample_inputs_func: ops.include adds an op_db",
         ),
         ("ops: {include: [{name: add, tags: [m]}]}", "unsupported field tags: marks go on the entry"),
         (
             "modules: {include: [{name: nn.Linear, module_path: torch.nn.Linear}]}",
-            "unsupported field module_path: testreuse cannot add a module",
+            "unsupported field module_path: modules.include adds a module_db ModuleInfo by name only",
         ),
     ],
 )

@@ -118,7 +118,7 @@ test_suite_config:
           reason: no tolerance declared for mul
         - names: [TestOutcomes::test_samples]
           mode: mandatory_success
-          edits: {samples: {exclude: [{shape: [5, 5]}]}, ops: {include: [{name: add}]}}
+          edits: {samples: {exclude: [{shape: [5, 5]}]}, ops: {exclude: [{name: mul}]}}
   global:
     supported_dtypes: [{name: float32}, {name: int64}]
     supported_ops: [{name: add}, {name: mul, dtypes: [{name: float32}]}]
@@ -199,7 +199,7 @@ def test_every_control_and_outcome(e2e) -> None:
         "test_tolerance_add_fallbackdev_float32": "passed",  # precision override through toleranceOverride
         "test_tolerance_mul_fallbackdev_float32": "xfailed",  # a rule scoped with `only`
         "test_samples_add_fallbackdev_float32": "passed",  # the (5, 5) samples were dropped
-        "test_samples_mul_fallbackdev_float32": "deselected",  # edits.ops.include
+        "test_samples_mul_fallbackdev_float32": "deselected",  # edits.ops.exclude
     }
     assert not (e2e.ran / "never_run").exists()
     modules = [r for name, r in by_test(records).items() if name.startswith("test_module")]

@@ -20,11 +20,12 @@ from testreuse.yamlmarks import MarkedDocument, parse_yaml
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
 VARIABLE = re.compile(r"\$\{([^}]*)\}")
-_NO_ADDED_MODULES = "testreuse cannot add a module: modules.include keeps only ModuleInfos upstream already lists"
+_NO_ADDED_MODULES = "modules.include adds a module_db ModuleInfo by name only; a module built from a path and inputs "
+"needs code torch's @modules cannot take from a config"
 # torch-spyre fields with no testreuse meaning, keyed by (enclosing section, field): refused with the reason
 UNSUPPORTED = {
-    ("ops", "sample_inputs_func"): "testreuse cannot add an op or its own samples: ops.include keeps only OpInfos "
-    "upstream already lists (use samples.exclude to drop samples)",
+    ("ops", "sample_inputs_func"): "ops.include adds an op_db OpInfo with its own sample inputs; other samples "
+    "need code (samples.exclude drops some)",
     ("ops", "tags"): "marks go on the entry (`tags`); `-m op__<name>` already selects one op's cases",
     **{
         ("modules", key): _NO_ADDED_MODULES

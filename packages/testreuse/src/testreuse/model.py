@@ -99,7 +99,7 @@ class DtypeEdit(Strict):
 
 
 class NamedEdit(Strict):
-    include: list[Named] | None = Field(None, description="Keep only these.")
+    include: list[Named] | None = Field(None, description="Add these to the tests' @ops / @modules lists.")
     exclude: list[Named] = Field(default_factory=list, description="Drop these.")
 
 
@@ -158,7 +158,7 @@ class Rule(Strict):
         min_length=1,
         description="Generic `Class::test` names; globs; bare method names (prefix regex, any class); regexes.",
     )
-    mode: Mode = Field(description="Outcome bucket for the matched tests.")
+    mode: Mode = Field(Mode.mandatory_success, description="Outcome bucket for the matched tests (as torch-spyre).")
     reason: str | None = Field(None, description="Why; required for every mode but mandatory_success.")
     only: Scope | None = Field(None, description="Apply this rule only to cases with these ops/dtypes/modules.")
     labels: list[str] = Field(default_factory=list, description="Tiers for these tests, as `label__<name>` marks.")

@@ -106,21 +106,17 @@ def _edit_skip(rules: list[PlacedRule], case: Case) -> Decision | None:
 
 
 def _dropped_by(edits: Edits, case: Case) -> str:
+    """`exclude` drops a case; `include` only adds (at instantiation), so it never drops one."""
     checks = (
-        (edits.dtypes, list(case.dtypes), "dtype"),  # dtypes.include adds (at instantiation), it never narrows
+        (edits.dtypes, list(case.dtypes), "dtype"),
         (edits.ops, [case.op] if case.op else [], "op"),
         (edits.modules, [case.module] if case.module else [], "module"),
     )
     for edit, values, what in checks:
-        if edit is None or not values:
-            continue
-        excluded = {e.name for e in edit.exclude}
-        included = None if edit.include is None or what == "dtype" else {e.name for e in edit.include}
+        excluded = {e.name for e in edit.exclude} if edit is not None else set()
         for value in values:
             if value in excluded:
                 return f"{what} {value} excluded"
-            if included is not None and value not in included:
-                return f"{what} {value} not included"
     return ""
 
 

@@ -118,7 +118,7 @@ class TestreuseSession:
         problems = check_plan(self.plan)
         if problems:
             raise ConfigError(problems)
-        self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances(), self._added_dtypes())
+        self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances(), self._added())
         self._register_marks()
 
     def _register_marks(self) -> None:
@@ -140,14 +140,15 @@ class TestreuseSession:
         }
         return sorted(found, key=lambda t: (t.generic_class, t.generic_test, t.op, t.dtype))
 
-    def _added_dtypes(self) -> dict[tuple[str, str], list[str]]:
-        """`edits.dtypes.include` per exact generic test: the dtypes its `@dtypes` list gains on the device."""
-        added: dict[tuple[str, str], list[str]] = {}
+    def _added(self) -> torchbridge.Added:
+        """`edits.*.include` per exact generic test: the dtypes, ops and modules its parametrization gains."""
+        added: dict[str, dict[tuple[str, str], list[str]]] = {"dtypes": {}, "ops": {}, "modules": {}}
         for placed, key in self._named_tests():
-            edit = placed.rule.edits.dtypes if placed.rule.edits is not None else None
-            for item in edit.include or () if edit is not None else ():
-                added.setdefault(key, []).append(item.name)
-        return added
+            for kind, table in added.items():
+                edit = getattr(placed.rule.edits, kind)
+                for item in edit.include or () if edit is not None else ():
+                    table.setdefault(key, []).append(item.name)
+        return torchbridge.Added(**added)
 
     def _named_tests(self) -> Iterator[tuple[PlacedRule, tuple[str, str]]]:
         """Each rule with edits and every generic (class, test) of its file that one of its names matches."""

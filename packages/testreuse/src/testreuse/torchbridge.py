@@ -13,8 +13,9 @@ What is used, and why it is the least invasive choice:
 - `op_db` and `module_db`: the catalogs of OpInfo and ModuleInfo names configs are checked against.
 - The `param_kwargs` default of an instantiated test: torch's own parametrization record (op, dtype, module), so
   nothing is parsed back out of method names.
-- `DeviceTypeTestBase._get_dtypes`, wrapped on `PrivateUse1TestBase` during collection only: `edits.dtypes.include`
-  adds dtypes to a test's `@dtypes` list for the device without touching the upstream function.
+- `DeviceTypeTestBase._get_dtypes`, wrapped on `PrivateUse1TestBase`, and `ops._parametrize_test` /
+  `modules._parametrize_test`, wrapped, during collection only: `edits.*.include` adds dtypes to a test's `@dtypes`
+  list for the device, OpInfos to its `@ops` list, ModuleInfos to its `@modules` list (restored after each).
 - Per test instance, never the class or torch (undone after the test): `setUp` then `set_rng_seed(seed)`,
   `_apply_precision_override_for_test` then the configured tolerance, TestCase methods moving tensors to CPU.
 """
@@ -106,6 +107,7 @@ class Preparation:
     env_before: str | None
     dtypes_before: list[tuple[Any, Any]] = field(default_factory=list)
     added_dtypes: bool = False
+    parametrizers: list[tuple[type, Any]] = field(default_factory=list)
 
     def end_collection(self) -> None:
         """Upstream files are instantiated: drop the device-only switch (restoring any value it had before) and the
@@ -119,6 +121,9 @@ class Preparation:
 
             del PrivateUse1TestBase._get_dtypes
             self.added_dtypes = False
+        for parametrizer, original in self.parametrizers:
+            parametrizer._parametrize_test = original
+        self.parametrizers.clear()
 
     def close(self) -> None:
         """Undo everything, newest first; safe to call twice."""
@@ -134,15 +139,21 @@ class Preparation:
         PrivateUse1TestBase.set_test_configs()
 
 
-DtypeAdditions = Mapping[tuple[str, str], Sequence[str]]
+Additions = Mapping[tuple[str, str], Sequence[str]]
 
 
-def prepare(
-    capabilities: ResolvedCapabilities, tolerances: list[Tolerance], added_dtypes: DtypeAdditions | None = None
-) -> Preparation:
+@dataclass(frozen=True)
+class Added:
+    """What `edits.*.include` adds, per generic (class, test): dtype, OpInfo full and ModuleInfo names."""
+
+    dtypes: Additions = field(default_factory=dict)
+    ops: Additions = field(default_factory=dict)
+    modules: Additions = field(default_factory=dict)
+
+
+def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance], added: Added | None = None) -> Preparation:
     """Configure torch's device-generic machinery for the backend; call once, before any upstream file imports, and
-    undo it with the returned Preparation. `added_dtypes` maps a generic (class, test) to dtypes its `@dtypes` list
-    gains on the device."""
+    undo it with the returned Preparation."""
     from torch.testing._internal import common_device_type as cdt
 
     if cdt.PrivateUse1TestBase not in cdt.device_type_test_bases:
@@ -152,13 +163,42 @@ def prepare(
     cdt.PrivateUse1TestBase.setUpClass()
     _narrow_op_dtypes(capabilities, preparation)
     cdt.PrivateUse1TestBase.set_test_configs(op_overrides=_tolerance_overrides(tolerances) or None)
-    if added_dtypes and "_get_dtypes" not in vars(cdt.PrivateUse1TestBase):
-        cdt.PrivateUse1TestBase._get_dtypes = _adding_dtypes(cdt.PrivateUse1TestBase, added_dtypes)
+    added = added or Added()
+    if added.dtypes and "_get_dtypes" not in vars(cdt.PrivateUse1TestBase):
+        cdt.PrivateUse1TestBase._get_dtypes = _adding_dtypes(cdt.PrivateUse1TestBase, added.dtypes)
         preparation.added_dtypes = True
+    from torch.testing._internal.common_modules import modules
+
+    for parametrizer, attr, wanted, catalog in (
+        (cdt.ops, "op_list", added.ops, lambda: {op.full_name: op for op in op_db()}),
+        (modules, "module_info_list", added.modules, lambda: {m.name: m for m in module_db()}),
+    ):
+        if wanted:
+            original = parametrizer._parametrize_test
+            preparation.parametrizers.append((parametrizer, original))
+            parametrizer._parametrize_test = _adding_infos(original, attr, wanted, catalog())
     return preparation
 
 
-def _adding_dtypes(base: type, added: DtypeAdditions) -> classmethod:
+def _adding_infos(original: Callable[..., Any], attr: str, added: Additions, catalog: dict[str, Any]) -> Any:
+    """An `@ops`/`@modules` parametrizer that also yields the configured infos for the named tests only."""
+
+    def _parametrize_test(self: Any, test: Any, generic_cls: Any, device_cls: Any) -> Iterator[Any]:
+        before = getattr(self, attr)
+        names = {getattr(i, "full_name", getattr(i, "name", None)) for i in before}
+        extra = [
+            catalog[n] for n in added.get((getattr(generic_cls, "__name__", ""), test.__name__), ()) if n in catalog
+        ]
+        setattr(self, attr, [*before, *(i for i in extra if getattr(i, "full_name", i.name) not in names)])
+        try:
+            yield from original(self, test, generic_cls, device_cls)
+        finally:
+            setattr(self, attr, before)
+
+    return _parametrize_test
+
+
+def _adding_dtypes(base: type, added: Additions) -> classmethod:
     """torch's `_get_dtypes` plus the configured dtypes, for `@dtypes` lists of single dtypes (not of tuples)."""
     original = inspect.getattr_static(base, "_get_dtypes").__func__
 
