@@ -21,7 +21,7 @@ from testreuse.shards.durations import (
 )
 from testreuse.shards.units import build_tree, estimator, finest, split_over, timed_paths
 
-REAL = Path("/work/shared/data/pytorch-test-times")
+REAL = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pytorch-test-times"
 
 
 def test_pytorch_file_and_class_shapes_load() -> None:
