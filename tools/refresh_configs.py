@@ -59,7 +59,8 @@ def refresh(configs: Path, workers: int, check: bool) -> int:
     plan = validate([configs], resolve_torch_root(None))
     mandatory = {str(p.location) for fp in plan.files.values() for p in fp.rules if p.rule.mode == "mandatory_success"}
     regressions = [r for r in records if classify(r) is not None and r.get("rule") in mandatory]
-    changes, _ = propose(plan, [r for r in records if r not in regressions])
+    regressed = {r["nodeid"] for r in regressions}
+    changes, _ = propose(plan, [r for r in records if r["nodeid"] not in regressed])
     for record in regressions:
         print(f"regression (mandatory_success fails): {record['nodeid']}: {classify(record).reason()}")
     for path, (before, after) in apply(changes).items():

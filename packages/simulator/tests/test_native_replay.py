@@ -116,8 +116,10 @@ def test_an_error_raised_by_a_replayed_program_is_the_ops_own() -> None:
     a = torch.tensor([4, 9, 16], device="ring")
     torch.div(a, torch.tensor([1, 3, 4], device="ring"), rounding_mode="floor")
     zero = torch.tensor([1, 0, 4], device="ring")
+    before = replay.launches()
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.div(a, zero, rounding_mode="floor")
+    assert replay.launches() == before + 1, "the failing call was not the replayed one"
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.div(a.cpu(), zero.cpu(), rounding_mode="floor")
 
@@ -137,8 +139,10 @@ def test_ineligible_arguments_run_the_python_kernel() -> None:
     base = torch.randn(64, 64).to("ring")
     view = base.t()  # not contiguous: the kernel restickifies it first
     expected = torch.exp(base.cpu().t())
+    before = replay.launches()
     for _ in range(2):
         assert torch.equal(torch.exp(view).cpu(), expected)
+    assert replay.launches() == before
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         base + torch.ones(64, 64)
 

@@ -24,7 +24,7 @@ PASS = "pass"
 
 @dataclass(frozen=True)
 class Group:
-    """Cases of one rule that end the same way: passing, or failing with one cause."""
+    """Cases of one rule that end the same way: passing, or failing with one cause (its worst case's evidence)."""
 
     key: str
     cause: Cause | None
@@ -37,13 +37,7 @@ class Group:
         return "skip" if self.cause.category == "runtime_skip" else "xfail_strict"
 
     def reason(self) -> str | None:
-        if self.cause is None:
-            return None
-        worst = max(
-            (classify(r) for r in self.records),
-            key=lambda c: c.evidence.get("max_abs", 0.0) if c is not None else 0.0,
-        )
-        return (worst or self.cause).reason()
+        return None if self.cause is None else self.cause.reason()
 
 
 @dataclass(frozen=True)
@@ -68,9 +62,15 @@ def groups_of(records: list[dict[str, Any]]) -> list[Group]:
             continue  # skipped by its config: nothing was observed
         key = PASS if cause is None else cause.key
         by_key[key].append(record)
-        causes.setdefault(key, cause)
+        kept = causes.get(key)
+        if kept is None or (cause is not None and _error(cause) > _error(kept)):
+            causes[key] = cause
     ordered = sorted(by_key, key=lambda k: (-len(by_key[k]), k != PASS, k))
     return [Group(k, causes[k], tuple(by_key[k])) for k in ordered]
+
+
+def _error(cause: Cause) -> float:
+    return cause.evidence.get("max_abs", 0.0)
 
 
 def propose(plan: Plan, records: list[dict[str, Any]]) -> tuple[list[RuleChange], list[dict[str, Any]]]:
