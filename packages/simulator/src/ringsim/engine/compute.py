@@ -141,6 +141,9 @@ def call(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]
 
 
 _ZEROS = torch.zeros(0, dtype=torch.uint8)
+#: The zero buffer grows in whole multiples of the widest item: a tile's storage is the whole buffer, and aten ops
+#: that clone a tile's storage (``slice_scatter``, ``cat``'s program) assert it holds a whole number of items.
+_ZEROS_GRAIN = 16
 
 
 def _zero_tile(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
@@ -148,7 +151,7 @@ def _zero_tile(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     global _ZEROS
     nbytes = math.prod(shape) * dtype.itemsize
     if _ZEROS.numel() < nbytes:
-        _ZEROS = torch.zeros(nbytes, dtype=torch.uint8)
+        _ZEROS = torch.zeros(-(-nbytes // _ZEROS_GRAIN) * _ZEROS_GRAIN, dtype=torch.uint8)
     return _ZEROS[:nbytes].view(dtype).view(shape)
 
 
