@@ -18,6 +18,7 @@ BACKENDS = Path(__file__).resolve().parent / "backends"
 
 UPSTREAM = """
 import os
+import unittest
 
 import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
@@ -45,6 +46,16 @@ class TestCauses(TestCase):
 
     def test_raises(self, device):
         torch.ones(2, 3, device=device) @ torch.ones(2, 3, device=device)
+
+    def test_wrapped_refusal(self, device):
+        try:
+            raise NotImplementedError("fallbackdev: aten::eq.Tensor is not supported for dtype complex64")
+        except NotImplementedError as error:
+            raise RuntimeError("Comparing\\n\\nTensorLikePair(...)") from error
+
+    @unittest.expectedFailure
+    def test_upstream_expects_failure(self, device):
+        self.assertEqual(1, 2)
 
 
 instantiate_device_type_tests(TestCauses, globals())
@@ -112,6 +123,9 @@ def test_each_failure_gets_its_root_cause_with_evidence(triaged: tuple[Path, Pat
     assert category == "exception"
     assert reason.startswith("RuntimeError at ")
     assert "cannot be multiplied" in reason
+    category, reason = causes["test_wrapped_refusal_fallbackdev"]
+    assert (category, reason.split(" (needed by")[0]) == ("unsupported_op", "device lacks aten::eq.Tensor for complex64")
+    assert causes["test_upstream_expects_failure_fallbackdev"] == ("upstream_xfail", "upstream expects it to fail")
     assert "test_passes_fallbackdev" not in causes
 
 

@@ -3,8 +3,10 @@
 Categories: `unsupported_op` (the first op and dtype the device refused, from its error), `numerics` (a comparison
 failure with its greatest errors against the tolerance), `crash` (the signal), `timeout`, `harness` (set-up or
 teardown errors, a worker that exited), `runtime_skip` (upstream skipped it, with the reason it gave),
-`assertion` (a non-numeric assertion, by where it failed), `exception` (any other error, by type, place and
-message). A reason names the cause; it is never the assertion text or a bare "Skipped!".
+`upstream_xfail` (upstream itself expects it to fail), `assertion` (a non-numeric assertion, by where it failed),
+`exception` (any other error, by type, place and message). An error raised from another (torch's comparison
+helpers wrap a device error in "Comparing ...") is classified by the one it was raised from. A reason names the
+cause; it is never the assertion text or a bare "Skipped!".
 """
 
 from __future__ import annotations
@@ -60,14 +62,16 @@ def classify(record: dict[str, Any]) -> Cause | None:
         return Cause("runtime_skip", f"runtime_skip {said}", {"message": said})
     if failure.get("when") in ("setup", "teardown") or outcome == "error":
         return Cause("harness", f"harness {kind}", {"type": kind, "when": failure.get("when", "setup"), "at": where})
-    if kind == "NotImplementedError" or "not supported for dtype" in message:
-        for pattern in _UNSUPPORTED:
-            found = pattern.search(message)
-            if found:
-                op = found.group(1)
-                dtype = found.group(2) if pattern.groups > 1 and "dtype" in pattern.pattern else None
-                evidence = {"op": op, **({"dtype": dtype} if dtype else {})}
-                return Cause("unsupported_op", f"unsupported {op} {dtype or ''}".strip(), evidence)
+    if kind == "XFailed":
+        return Cause("upstream_xfail", f"upstream_xfail {message}", {"message": message})
+    inner = failure.get("cause") or {}
+    for facts, within in ((inner, failure.get("raised_at")), (failure, None)):
+        cause = _unsupported(str(facts.get("type", "")), str(facts.get("message", "")), within)
+        if cause is not None:
+            return cause
+    if inner:
+        kind, message = str(inner.get("type", "")), str(inner.get("message", ""))
+        failure = {**failure, "raised_at": inner.get("raised_at") or failure.get("raised_at")}
     if _COMPARISON.match(message) or failure.get("mismatch"):
         evidence = {"kind": message.split("!")[0], **(failure.get("mismatch") or {})}
         return Cause("numerics", f"numerics {evidence['kind']}", evidence)
@@ -78,6 +82,25 @@ def classify(record: dict[str, Any]) -> Cause | None:
         f"exception {kind}: {message}",
         {"type": kind or "unknown", "at": failure.get("raised_at") or where, "message": message[:160]},
     )
+
+
+def _unsupported(kind: str, message: str, within: str | None) -> Cause | None:
+    """The op (and dtype) a device refused, from its error; `within` is where an outer error wrapped it."""
+    if kind != "NotImplementedError" and "not supported for dtype" not in message:
+        return None
+    for pattern in _UNSUPPORTED:
+        found = pattern.search(message)
+        if found:
+            op = found.group(1)
+            dtype = found.group(2) if pattern.groups > 1 and "dtype" in pattern.pattern else None
+            evidence = {"op": op, **({"dtype": dtype} if dtype else {}), **({"within": within} if within else {})}
+            return Cause("unsupported_op", f"unsupported {op} {dtype or ''}".strip(), evidence)
+    return None
+
+
+def _lacks(e: dict[str, Any]) -> str:
+    text = f"device lacks {e['op']}" + (f" for {e['dtype']}" if "dtype" in e else "")
+    return text + (f" (needed by {e['within'].rsplit(':', 1)[0]})" if "within" in e else "")
 
 
 def _g(value: Any) -> str:
@@ -97,7 +120,7 @@ def _numerics(e: dict[str, Any]) -> str:
 
 
 _REASONS = {
-    "unsupported_op": lambda e: f"device lacks {e['op']}" + (f" for {e['dtype']}" if "dtype" in e else ""),
+    "unsupported_op": _lacks,
     "numerics": _numerics,
     "crash": lambda e: f"crash: the test process was killed by {e['signal']}",
     "timeout": lambda e: f"timeout: killed after {e['timeout_s']} s",
@@ -109,6 +132,7 @@ _REASONS = {
     "runtime_skip": lambda e: (
         f"upstream skips it at runtime: {e['message']}" if e["message"] else "upstream skips it, giving no reason"
     ),
+    "upstream_xfail": lambda e: "upstream expects it to fail" + (f": {e['message']}" if e["message"] else ""),
     "assertion": lambda e: f"a non-numeric assertion fails at {e['at']}",
     "exception": lambda e: f"{e['type']} at {e['at']}: {e['message']}",
 }
