@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from ringsim.engine.compute import spread_indices
-from ringsim.ops import errors, layout
+from ringsim.ops import caller_warnings, errors, layout
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.plan import OutputSpec, Plan, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
@@ -21,6 +21,7 @@ from ringsim.ops.registry import OpSpec
 
 _PLANS: dict[Any, Plan] = {}
 _MASKS = (torch.bool, torch.uint8)
+_BYTE_MASK_DEPRECATED = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
 
 
 def _check(spec: OpSpec, qualname: str, t: torch.Tensor) -> None:
@@ -47,6 +48,8 @@ def long_indices(source: torch.Tensor, indices: list[torch.Tensor | None]) -> tu
             continue
         index = _on_device(index, source.device)
         if index.dtype in _MASKS:
+            if index.dtype == torch.uint8:
+                caller_warnings.warn(_BYTE_MASK_DEPRECATED)
             _check_mask(source, index, dim)
             coords = torch.nonzero(index)
             for j in range(index.dim()):
