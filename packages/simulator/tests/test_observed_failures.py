@@ -39,3 +39,42 @@ def _byte_mask_warnings(device: str) -> list[str]:
 
 def test_byte_mask_indexing_warns_like_cpu() -> None:
     assert _byte_mask_warnings(DEVICE) == _byte_mask_warnings("cpu")
+
+
+# --- index shape errors are CPU's: indices that do not broadcast, values that do not fit the indexed places ----------
+
+
+def _raised(fn, device: str) -> tuple[type, str]:
+    with pytest.raises((IndexError, RuntimeError)) as info:
+        fn(device)
+    return info.type, str(info.value)
+
+
+def _mismatched_indices(device: str) -> None:
+    torch.zeros(5, 5, device=device)[[0, 1], [0, 1, 2]]
+
+
+def _false_with_a_list(device: str) -> None:
+    torch.ones(2, 3, 4, device=device)[False, [0, 1], ...]
+
+
+def _values_too_few(device: str) -> None:
+    a = torch.arange(4, device=device)
+    a[a > -1] = torch.tensor([], dtype=a.dtype, device=device)
+
+
+def _values_too_many(device: str) -> None:
+    a = torch.arange(4, device=device)[:1]
+    a[a > -1] = torch.tensor([1, 2, 3], device=device)
+
+
+@pytest.mark.parametrize("fn", [_mismatched_indices, _false_with_a_list, _values_too_few, _values_too_many])
+def test_index_shape_errors_match_cpu(fn) -> None:
+    assert _raised(fn, DEVICE) == _raised(fn, "cpu")
+
+
+def test_values_with_leading_ones_still_assign() -> None:
+    a, b = torch.arange(4), torch.arange(4, device=DEVICE)
+    a[a > 1] = torch.tensor([[7, 8]])
+    b[b > 1] = torch.tensor([[7, 8]], device=DEVICE)
+    torch.testing.assert_close(b.cpu(), a)

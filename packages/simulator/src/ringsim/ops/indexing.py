@@ -62,7 +62,32 @@ def long_indices(source: torch.Tensor, indices: list[torch.Tensor | None]) -> tu
             positions.append(dim)
             tensors.append(index if index.dtype == torch.int64 else index.long())
             dim += 1
+    _check_broadcast(tensors)
     return positions, tensors
+
+
+def _check_broadcast(tensors: list[torch.Tensor]) -> None:
+    """The indices must broadcast together, as torch requires (its IndexError, word for word)."""
+    try:
+        torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        shapes = ", ".join(str(list(t.shape)) for t in tensors)
+        message = f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+        raise IndexError(message) from None
+
+
+def _check_values(values: torch.Tensor, result: torch.Size) -> None:
+    """``x[idx] = v`` needs `v` to broadcast to ``x[idx]``'s shape (leading size-1 dims dropped), as on CPU."""
+    shape = list(values.shape)
+    while len(shape) > len(result) and shape[0] == 1:
+        shape.pop(0)
+    try:
+        torch.empty(shape, device="meta").expand(result)
+    except RuntimeError:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(values.shape)} cannot be broadcast to indexing result of "
+            f"shape {list(result)}"
+        ) from None
 
 
 def _check_mask(source: torch.Tensor, mask: torch.Tensor, dim: int) -> None:
@@ -140,6 +165,7 @@ def index_put_kernel(spec: OpSpec, qualname: str):
         positions, tensors = long_indices(self, list(indices))
         meta_indices = spread_indices([_meta(t) for t in tensors], positions)
         torch.ops.aten.index_put.default(_meta(self), meta_indices, _meta(values), accumulate)  # torch's own checks
+        _check_values(values, torch.ops.aten.index.Tensor(_meta(self), meta_indices).shape)
         if self.numel() == 0 or values.numel() == 0 or any(t.numel() == 0 for t in tensors):
             return self
         key = ("index_put", _signature([self, values, *tensors]), tuple(positions), bool(accumulate))
