@@ -78,3 +78,13 @@ def test_values_with_leading_ones_still_assign() -> None:
     a[a > 1] = torch.tensor([[7, 8]])
     b[b > 1] = torch.tensor([[7, 8]], device=DEVICE)
     torch.testing.assert_close(b.cpu(), a)
+
+
+# --- ldexp scales in float32 and rounds once, so float16 results at the ends of its range are CPU's ------------------
+
+
+def test_ldexp_float16_range_ends_match_cpu() -> None:
+    mantissas = torch.tensor([-2, 2**-10, 3], dtype=torch.half)
+    exponents = torch.tensor([-25, 20, 2])
+    result = torch.ldexp(mantissas.to(DEVICE), exponents.to(DEVICE))
+    torch.testing.assert_close(result.cpu(), torch.ldexp(mantissas, exponents), rtol=0, atol=0)
