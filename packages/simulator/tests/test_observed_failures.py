@@ -88,3 +88,14 @@ def test_ldexp_float16_range_ends_match_cpu() -> None:
     exponents = torch.tensor([-25, 20, 2])
     result = torch.ldexp(mantissas.to(DEVICE), exponents.to(DEVICE))
     torch.testing.assert_close(result.cpu(), torch.ldexp(mantissas, exponents), rtol=0, atol=0)
+
+
+# --- dim=[]: all/any reduce nothing (one result per element), nansum reduces every dim, as on CPU -------------------
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("fn", [torch.all, torch.any, torch.nansum])
+def test_empty_dim_list_reductions_match_cpu(fn, keepdim: bool) -> None:
+    x = torch.tensor([[0.0, 1.0], [float("nan"), 3.0]])
+    expected = fn(x, dim=[], keepdim=keepdim)
+    torch.testing.assert_close(fn(x.to(DEVICE), dim=[], keepdim=keepdim).cpu(), expected, equal_nan=True)

@@ -22,6 +22,8 @@ from ringsim.ops.split_reduction import REDUCTIONS, split_cores, split_program
 
 # Overloads without a dim argument reduce everything through the overload that has one.
 _WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin", "all": "all.dims", "any": "any.dims"}
+# Reductions for which CPU reads ``dim=[]`` as no dims (each element its own row), not as every dim.
+_EMPTY_DIMS_REDUCE_NOTHING = frozenset({"all", "any"})
 
 
 def _dims(value: Any, ndim: int) -> list[int]:
@@ -46,10 +48,13 @@ def rows_getter(index: int, perm: list[int], r: int, k: int):
 
 
 def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
-    outs = meta_outputs(op, values)
     x = values[0]
-    dims = _dims(values[sig.index["dim"]] if "dim" in sig.index else None, x.dim())
+    dim = values[sig.index["dim"]] if "dim" in sig.index else None
+    empty_is_none = dim == [] and spec.aten in _EMPTY_DIMS_REDUCE_NOTHING
+    dims = [] if empty_is_none else _dims(dim, x.dim())
     perm, r, k = rows_view(x, dims)
+    keepdim = bool(values[sig.index["keepdim"]]) if "keepdim" in sig.index else False
+    outs = [_one_per_row(o, x, dims, keepdim, r) for o in meta_outputs(op, values)]
     out_specs = tuple(OutputSpec(f"out{i}", tuple(o.shape), o.dtype) for i, o in enumerate(outs))
     finish = returns_first if len(outs) == 1 else returns_all
     finish_shaped = _reshaped(tuple(tuple(o.shape) for o in outs), finish)
@@ -73,6 +78,15 @@ def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, val
         program = row_program(fn, r, operands, [Step(fn, ("x",), tuple(o.name for o in out_specs), attrs)])
     flat = tuple(OutputSpec(o.name, (r,), o.dtype) for o in out_specs)
     return Plan(key, program, (("x", rows_getter(0, perm, r, k)),), flat, finish_shaped)
+
+
+def _one_per_row(meta: torch.Tensor, x: torch.Tensor, dims: list[int], keepdim: bool, rows: int) -> torch.Tensor:
+    """`meta`, or where torch's meta function disagrees with the reduction CPU runs (``nansum`` keeps every dim for
+    ``dim=[]``, while CPU reduces them all) one result per row, shaped as CPU shapes it."""
+    if meta.numel() == rows:
+        return meta
+    shape = [1 if d in dims else n for d, n in enumerate(x.shape) if keepdim or d not in dims]
+    return meta.new_empty(shape)
 
 
 def _splits_k(fn: str, rows: int, k: int, dtype: torch.dtype, operands: list[Operand]) -> bool:
