@@ -99,3 +99,14 @@ def test_empty_dim_list_reductions_match_cpu(fn, keepdim: bool) -> None:
     x = torch.tensor([[0.0, 1.0], [float("nan"), 3.0]])
     expected = fn(x, dim=[], keepdim=keepdim)
     torch.testing.assert_close(fn(x.to(DEVICE), dim=[], keepdim=keepdim).cpu(), expected, equal_nan=True)
+
+
+# --- a complex scalar operand makes a complex result: refused by name, not a KeyError in the program builder ---------
+
+
+@pytest.mark.parametrize(
+    "fn", [lambda x: x**1j, lambda x: (2j) ** x, lambda x: x * (1 + 1j)], ids=["pow", "rpow", "mul"]
+)
+def test_complex_results_are_refused_as_unsupported_dtypes(fn) -> None:
+    with pytest.raises(NotImplementedError, match=r"ring: aten::\S+ is not supported for dtype complex64"):
+        fn(torch.rand(3, device=DEVICE))

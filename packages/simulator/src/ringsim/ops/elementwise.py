@@ -14,10 +14,11 @@ from typing import Any
 import torch
 
 from ringsim.engine.compute import TILES_AS
+from ringsim.ops import errors
 from ringsim.ops.calls import Signature
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, TooLargeError, row_program
-from ringsim.ops.registry import DEVICE, OpSpec
+from ringsim.ops.registry import DEVICE, DTYPE_ORDER, OpSpec
 
 
 def meta_args(values: Values) -> list[Any]:
@@ -81,6 +82,8 @@ def _host_scalar(value: Any) -> bool:
 
 def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     out = meta_outputs(op, values)[0]
+    if out.dtype not in DTYPE_ORDER:  # a complex scalar operand (``x ** 1j``) makes a complex result
+        raise errors.unsupported_dtype(sig.qualname, out.dtype, spec.dtypes)
     shape = tuple(out.shape)
     if spec.aten == "clamp" and sig.qualname == "clamp.Tensor" and (values[1] is None) != (values[2] is None):
         # One bound only: the same op as clamp_min/clamp_max, whose tiles lead the schema.
