@@ -110,3 +110,28 @@ def test_empty_dim_list_reductions_match_cpu(fn, keepdim: bool) -> None:
 def test_complex_results_are_refused_as_unsupported_dtypes(fn) -> None:
     with pytest.raises(NotImplementedError, match=r"ring: aten::\S+ is not supported for dtype complex64"):
         fn(torch.rand(3, device=DEVICE))
+
+
+# --- fill_/zero_ with a number write an overlapping (expanded, 0-stride) destination, as CPU's fill_.Scalar does -----
+
+
+@pytest.mark.parametrize(("shape", "strides"), [((4, 3, 2), (10, 0, 3)), ((3, 2), (0, 0)), ((4, 3, 2), (10, 1, 2))])
+def test_fill_of_an_overlapping_view_matches_cpu(shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    def filled(device: str) -> torch.Tensor:
+        base = torch.full((60,), 7.0, device=device)
+        base.as_strided(shape, strides, 1).fill_(1.0)
+        base.as_strided(shape, strides, 5).zero_()
+        return base.cpu()
+
+    torch.testing.assert_close(filled(DEVICE), filled("cpu"))
+
+
+def test_fill_with_a_tensor_value_refuses_overlap_as_cpu_does() -> None:
+    def fill(device: str) -> None:
+        torch.zeros(3, device=device).expand(2, 3).fill_(torch.tensor(1.0, device=device))
+
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor") as cpu:
+        fill("cpu")
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor") as ring:
+        fill(DEVICE)
+    assert str(ring.value) == str(cpu.value)

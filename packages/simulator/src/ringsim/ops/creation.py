@@ -47,10 +47,29 @@ def _data_dtype(t: torch.Tensor) -> torch.dtype:
     return base.dtype if base is not None and base.is_complex() else t.dtype
 
 
+def _overlapping(t: torch.Tensor) -> bool:
+    """Whether elements of `t` surely share memory (``expand``, a 0 stride): one value for them all is well defined."""
+    return torch._debug_has_internal_overlap(t) == 1
+
+
+def _fill_distinct(dest: torch.Tensor, value: Any) -> None:
+    """Fill an overlapping `dest` as CPU does (fill_.Scalar skips the overlap check): each memory element it views
+    once, written through a flat view of its storage."""
+    offsets = torch.zeros((), dtype=torch.int64)
+    for size, stride in zip(dest.shape, dest.stride(), strict=True):
+        offsets = offsets.unsqueeze(-1) + torch.arange(size) * stride
+    offsets = torch.unique(offsets + dest.storage_offset())
+    flat = dest.as_strided((int(offsets[-1]) + 1,), (1,), 0)
+    flat[offsets.to(dest.device)] = value
+
+
 def fill_kernel(spec: OpSpec, qualname: str):
     def fill_(self: torch.Tensor, value: Any) -> torch.Tensor:
         _check(spec, qualname, self)
         if self.numel() == 0:
+            return self
+        if _overlapping(self) and not isinstance(value, torch.Tensor):  # fill_.Tensor refuses overlap on CPU too
+            _fill_distinct(self, value)
             return self
         inputs: dict[str, torch.Tensor] = {}
         if isinstance(value, torch.Tensor) and value.device.type != "cpu":
