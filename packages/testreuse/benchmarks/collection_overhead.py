@@ -8,7 +8,7 @@ the same instantiation work plus its own classification; a second plugin run wit
 `configs/` folder) reports how many cases land in each mode.
 
     python benchmarks/collection_overhead.py --backend fallback_backend:load --pythonpath tests/backends
-    python benchmarks/collection_overhead.py --configs ../../configs     # a backend that autoloads, e.g. ring
+    python benchmarks/collection_overhead.py --configs src/testreuse/upstream/configs   # ring autoloads
 """
 
 from __future__ import annotations

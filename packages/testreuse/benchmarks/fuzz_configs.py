@@ -35,7 +35,7 @@ from testreuse.validate import validate
 
 PACKAGE = Path(testreuse.__file__).resolve().parent
 EMBEDDED = PACKAGE / "upstream"
-DEFAULT_CONFIGS = Path(__file__).resolve().parents[3] / "configs"
+DEFAULT_CONFIGS = EMBEDDED / "configs"
 SHOWN = 5
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

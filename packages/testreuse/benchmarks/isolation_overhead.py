@@ -6,8 +6,8 @@ in a scratch folder. Every run writes a results file, and the outcome of every t
 an isolation that loses or changes a result is a failure, whatever its speed. The goal for the default `worker`
 mode is at most 10% over `none`.
 
-    python benchmarks/isolation_overhead.py --configs ../../configs/00-ring-device.yaml \\
-        ../../configs/test_view_ops.yaml ../../configs/test_shape_ops.yaml          # ring autoloads
+    python benchmarks/isolation_overhead.py --configs src/testreuse/upstream/configs/00-ring-device.yaml \\
+        src/testreuse/upstream/configs/test_view_ops.yaml src/testreuse/upstream/configs/test_shape_ops.yaml  # ring
 """
 
 from __future__ import annotations

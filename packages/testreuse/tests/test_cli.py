@@ -22,10 +22,10 @@ test_suite_config:
     - path: ${TORCH_ROOT}/test/test_indexing.py
       unlisted_test_mode: xfail
       tests:
-        - names: [TestIndexing::test_take]
+        - names: [TestIndexing::test_embedded_take]
           mode: skip
           reason: take is not implemented on this device
-        - names: ["TestIndexing::test_index_.*"]
+        - names: ["TestIndexing::test_embedded_index_.*"]
           mode: mandatory_success
   global:
     supported_dtypes: [{name: float32}, {name: int64}]
@@ -47,7 +47,7 @@ def test_validate_ok_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["validate", str(good)]) == ExitCode.OK
     assert capsys.readouterr().out.startswith("ok: 1 config file(s), 1 upstream file(s), 2 rule placement(s)")
     bad = tmp_path / "bad.yaml"
-    bad.write_text(CONFIG.replace("test_take]", "test_taken]").replace("int64", "int65"))
+    bad.write_text(CONFIG.replace("test_embedded_take]", "test_taken]").replace("int64", "int65"))
     assert main(["validate", str(bad)]) == ExitCode.INVALID_CONFIG
     assert capsys.readouterr().err.splitlines() == [
         f"error: {bad}:13:48: test_suite_config.global.supported_dtypes[1].name: 'int65' is not a torch dtype"
@@ -85,10 +85,10 @@ def test_list_and_explain_on_the_embedded_tree(tmp_path: Path, cli_env: list[str
     assert listed.returncode == 0, listed.stderr
     rows = [line.split("\t") for line in listed.stdout.splitlines()]
     modes = {nodeid.rsplit("::", 1)[1]: (mode, rule.rsplit(":", 2)[-2], reason) for nodeid, mode, rule, reason in rows}
-    assert modes["test_take_fallbackdev_float32"] == ("skip", "7", "take is not implemented on this device")
-    assert modes["test_index_select_fallbackdev_int64"] == ("mandatory_success", "10", "listed")
-    assert modes["test_put_fallbackdev_float32"] == ("xfail", "5", "not listed: unlisted_test_mode is xfail")
-    assert modes["test_put_fallbackdev_bool"] == (
+    assert modes["test_embedded_take_fallbackdev_float32"] == ("skip", "7", "take is not implemented on this device")
+    assert modes["test_embedded_index_select_fallbackdev_int64"] == ("mandatory_success", "10", "listed")
+    assert modes["test_embedded_put_fallbackdev_float32"] == ("xfail", "5", "not listed: unlisted_test_mode is xfail")
+    assert modes["test_embedded_put_fallbackdev_bool"] == (
         "skip",
         "13",
         "dtype bool is not supported by the backend (supported_dtypes)",
@@ -97,11 +97,12 @@ def test_list_and_explain_on_the_embedded_tree(tmp_path: Path, cli_env: list[str
     only_skip = run_cli("list", str(config), "--mode", "skip", *cli_env)
     assert {line.split("\t")[1] for line in only_skip.stdout.splitlines()} == {"skip"}
 
-    explained = run_cli("explain", str(config), "TestIndexingFALLBACKDEV::test_take_fallbackdev_float32", *cli_env)
+    case = "TestIndexingFALLBACKDEV::test_embedded_take_fallbackdev_float32"
+    explained = run_cli("explain", str(config), case, *cli_env)
     assert explained.returncode == 0, explained.stderr
     assert explained.stdout.splitlines() == [
-        "test/test_indexing.py::TestIndexingFALLBACKDEV::test_take_fallbackdev_float32",
-        "  generic: TestIndexing::test_take",
+        "test/test_indexing.py::TestIndexingFALLBACKDEV::test_embedded_take_fallbackdev_float32",
+        "  generic: TestIndexing::test_embedded_take",
         "  mode: skip",
         f"  rule: {config}:7:11",
         "  reason: take is not implemented on this device",
@@ -120,3 +121,49 @@ def test_list_without_a_device_is_one_error_line(tmp_path: Path) -> None:
     assert done.returncode == ExitCode.COLLECTION_FAILED
     assert done.stderr.splitlines()[0].startswith("error: ")
     assert "Traceback" not in done.stderr
+
+
+GENERATED = """
+from torch.testing._internal.common_device_type import instantiate_device_type_tests
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestMade(TestCase):
+    def test_written(self, device):
+        pass
+
+
+for _name in ("alpha", "beta"):
+    setattr(TestMade, f"test_made_{_name}", lambda self, device: None)
+
+instantiate_device_type_tests(TestMade, globals())
+"""
+
+GENERATED_CONFIG = """\
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_made.py
+      tests:
+        - names: [TestMade::test_written, TestMade::test_made_alpha]
+          mode: mandatory_success
+        - names: [TestMade::test_made_gamma]
+          mode: skip
+          reason: never made
+"""
+
+
+def test_validate_collect_checks_names_against_tests_made_at_import(
+    tmp_path: Path, cli_env: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "root" / "test").mkdir(parents=True)
+    (tmp_path / "root" / "test" / "test_made.py").write_text(GENERATED)
+    config = tmp_path / "made.yaml"
+    config.write_text(GENERATED_CONFIG)
+    root = ["--torch-root", str(tmp_path / "root")]
+    assert main(["validate", str(config), *root]) == ExitCode.INVALID_CONFIG
+    from_syntax = capsys.readouterr().err
+    assert "no test 'TestMade::test_made_alpha' upstream" in from_syntax
+    collected = run_cli("validate", str(config), *root, "--collect", *cli_env)
+    assert collected.returncode == ExitCode.INVALID_CONFIG, collected.stderr
+    where = f"{config}:7:19: test_suite_config.files[0].tests[1].names[0]"
+    assert collected.stderr.splitlines() == [f"error: {where}: no test 'TestMade::test_made_gamma' upstream"]

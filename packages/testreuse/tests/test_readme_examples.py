@@ -3,6 +3,7 @@ checked against the embedded tree they are collected from (an id naming no test 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -15,6 +16,8 @@ REPO = Path(__file__).resolve().parents[3]
 READMES = [REPO / "README.md", REPO / "packages" / "testreuse" / "README.md"]
 EMBEDDED = Path(testreuse.__file__).resolve().parent / "upstream" / "test"
 EXAMPLE = re.compile(r"^testreuse (validate|explain) (\S+)(?: (\S+))?", re.MULTILINE)
+#: Where `"$TORCH_ROOT"` examples find a real tree here: TORCH_ROOT, else the real upstream copies beside the repo.
+REAL_TREE = Path(os.environ.get("TORCH_ROOT") or REPO.parent / "shared" / "data" / "upstream-tests")
 
 
 def examples(command: str) -> list[tuple[str, str | None]]:
@@ -34,11 +37,16 @@ def names_a_test(test_id: str, generic: frozenset[str]) -> bool:
     )
 
 
-@pytest.mark.parametrize("config", [c for c, _ in examples("validate")])
-def test_validate_examples_pass(config: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+@pytest.mark.parametrize(("config", "option"), examples("validate"))
+def test_validate_examples_pass(config: str, option: str | None, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(REPO)
     monkeypatch.delenv("TORCH_ROOT", raising=False)
-    assert main(["validate", config]) == ExitCode.OK, capsys.readouterr().err
+    argv = ["validate", config]
+    if option == "--torch-root":
+        if not (REAL_TREE / "test").is_dir():
+            pytest.skip(f"no real upstream tree at {REAL_TREE} (set TORCH_ROOT)")
+        argv += ["--torch-root", str(REAL_TREE)]
+    assert main(argv) == ExitCode.OK, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("test_id", [t for _, t in examples("explain")])

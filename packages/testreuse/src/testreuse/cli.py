@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ class ExitCode(enum.IntEnum):
 # pytest's exit codes for a collection that finished: OK, and NO_TESTS_COLLECTED (every case deselected).
 COLLECTED = (0, 5)
 COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (.+?) _+$")
+PROBLEM = re.compile(r"^\S.*:\d+:\d+: \S+: .+$")
 
 
 class CliError(Exception):
@@ -47,7 +49,21 @@ class CliError(Exception):
 
 
 def _validate(args: argparse.Namespace) -> int:
-    plan = validate(args.paths, resolve_torch_root(args.torch_root), run_commands=args.run_capabilities)
+    torch_root = resolve_torch_root(args.torch_root)
+    collected = None
+    if args.collect:
+        collected = defaultdict(set)
+        try:
+            records = _collect(args, args.paths)
+        except CollectionFailed as exc:
+            if not exc.problems:
+                raise
+            for line in exc.problems:  # the plugin checked the names against the collection itself
+                print(f"error: {line}", file=sys.stderr)
+            return ExitCode.INVALID_CONFIG
+        for record in records:
+            collected[torch_root / record["file"]].add(record["generic"])
+    plan = validate(args.paths, torch_root, run_commands=args.run_capabilities, collected=collected)
     rules = sum(len(f.rules) for f in plan.files.values())
     print(f"ok: {len(plan.sources)} config file(s), {len(plan.files)} upstream file(s), {rules} rule placement(s)")
     ignored = ignored_export_ops(plan)
@@ -58,12 +74,12 @@ def _validate(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _collect(args: argparse.Namespace) -> list[dict]:
+def _collect(args: argparse.Namespace, configs: Sequence[str]) -> list[dict]:
     """A collect-only pytest run with the plugin: the same code path a real run takes, nothing executed."""
     with tempfile.TemporaryDirectory(prefix="testreuse-") as scratch:
         plan_file = Path(scratch) / "plan.jsonl"
         argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-        for config in args.configs:
+        for config in configs:
             argv += ["--testreuse-config", str(Path(config).resolve())]
         argv += ["--testreuse-plan", str(plan_file)]
         for flag, value in (("--torch-root", args.torch_root), ("--testreuse-backend", args.backend)):
@@ -76,12 +92,26 @@ def _collect(args: argparse.Namespace) -> list[dict]:
             sys.stderr.write(done.stdout + done.stderr)
         if done.returncode not in COLLECTED or not plan_file.exists():
             output = (done.stdout + done.stderr).splitlines()
-            raise CliError(
-                _collection_failure(output, done.returncode),
-                ExitCode.COLLECTION_FAILED,
-                hint="rerun with --debug for pytest's output",
-            )
+            raise CollectionFailed(_collection_failure(output, done.returncode), _config_problems(output))
         return [json.loads(line) for line in plan_file.read_text(encoding="utf-8").splitlines()]
+
+
+class CollectionFailed(CliError):
+    """A collect-only run that failed; `problems` are the config problems the plugin named, one per line."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message, ExitCode.COLLECTION_FAILED, hint="rerun with --debug for pytest's output")
+        self.problems = problems
+
+
+def _config_problems(output: list[str]) -> list[str]:
+    """The lines of pytest's usage error when they are config problems (`file:line:col: path: message`)."""
+    start = next((i for i, line in enumerate(output) if line.startswith("ERROR: ")), None)
+    if start is None:
+        return []
+    lines = [output[start].removeprefix("ERROR: ")]
+    lines += [line for line in output[start + 1 :] if line.strip()]
+    return lines if all(PROBLEM.match(line) for line in lines) else []
 
 
 def _collection_failure(output: list[str], returncode: int) -> str:
@@ -101,7 +131,7 @@ def _collection_failure(output: list[str], returncode: int) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    records = [r for r in _collect(args) if args.mode is None or r["mode"] == args.mode]
+    records = [r for r in _collect(args, args.configs) if args.mode is None or r["mode"] == args.mode]
     for record in records:
         if args.format == "json":
             print(json.dumps(record, sort_keys=True))
@@ -114,7 +144,7 @@ def _explain(args: argparse.Namespace) -> int:
     wanted = args.test_id
     records = [
         r
-        for r in _collect(args)
+        for r in _collect(args, args.configs)
         if r["nodeid"] == wanted or r["nodeid"].endswith(f"::{wanted}") or r["generic"] == wanted
     ]
     if not records:
@@ -186,6 +216,14 @@ def _collection_options(parser: argparse.ArgumentParser) -> None:
 def _setup_validate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="config file or directory")
     parser.add_argument("--torch-root", help="upstream tree (default: $TORCH_ROOT, else the embedded one)")
+    parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="check test names against what collection produces (tests made at import time too) instead of the "
+        "files' syntax trees; imports the upstream files and needs the backend",
+    )
+    parser.add_argument("--backend", help="with --collect: MODULE[:FUNC] that registers the privateuse1 backend")
+    parser.add_argument("--device", help="with --collect: expected privateuse1 backend name")
     parser.add_argument(
         "--run-capabilities",
         action="store_true",

@@ -39,6 +39,11 @@ def default_torch_root() -> Path:
     return Path(__file__).parent / "upstream"
 
 
+def embedded_configs() -> Path:
+    """The reference device's configs for the embedded tree, shipped beside it."""
+    return default_torch_root() / "configs"
+
+
 def resolve_torch_root(option: str | None) -> Path:
     """TORCH_ROOT from the option, else the environment, else the embedded tree."""
     chosen = option or os.environ.get("TORCH_ROOT") or str(default_torch_root())

@@ -86,7 +86,10 @@ class StateHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        deselected = self.state.classify(items)
+        try:
+            deselected = self.state.classify(items)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
         if deselected:
             dropped = set(deselected)
             items[:] = [item for item in items if item not in dropped]

@@ -29,7 +29,7 @@ from testreuse.rules import Case, Decision, decide, excluded_shapes, matching_ru
 from testreuse.runsettings import RunSettings, run_settings
 from testreuse.selection import claim_node_ids, is_selected, selected_modules
 from testreuse.upstream import generic_tests
-from testreuse.validate import check_plan
+from testreuse.validate import check_plan, missing_test_names
 
 CASE_KEY = pytest.StashKey["CaseRecord"]()
 
@@ -115,7 +115,7 @@ class TestreuseSession:
         if self.prepared:
             return
         self.prepared = True
-        problems = check_plan(self.plan)
+        problems = check_plan(self.plan, collected={})  # test names are checked against what collection makes
         if problems:
             raise ConfigError(problems)
         self.torch_state = torchbridge.prepare(self.plan.capabilities, self._tolerances(), self._added())
@@ -183,7 +183,12 @@ class TestreuseSession:
 
     # -- collection ---------------------------------------------------------------------------------------------
     def classify(self, items: list[pytest.Item]) -> list[pytest.Item]:
-        """Stash a record, marks and properties on each upstream item; return the items that `skip` deselects."""
+        """Stash a record, marks and properties on each upstream item; return the items that `skip` deselects.
+
+        Raises ConfigError when a rule names a test that collection did not make in the files it collected."""
+        problems = missing_test_names(self.plan, self._collected_names(items))
+        if problems:
+            raise ConfigError(problems)
         if self.selections:
             items[:] = [i for i in items if not _is_upstream(i) or is_selected(i.nodeid, self.selections)]
         deselected = []
@@ -210,6 +215,17 @@ class TestreuseSession:
                 reason = f"{record.decision.reason} [{record.decision.rule}]"
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=mode is Mode.xfail_strict, run=True))
         return deselected
+
+    def _collected_names(self, items: list[pytest.Item]) -> dict[Path, set[str]]:
+        """Generic `Class::test` names per collected upstream file, tests made at import time included."""
+        names: dict[Path, set[str]] = {}
+        for item in items:
+            module = item.getparent(pytest.Module)
+            cls = getattr(item, "cls", None)
+            if isinstance(module, UpstreamModule) and cls is not None:
+                params = torchbridge.case_params(cls, item.name)
+                names.setdefault(module.path, set()).add(f"{params.generic_class}::{params.generic_test}")
+        return names
 
     def _record(self, item: pytest.Item, module: UpstreamModule, file_plan: FilePlan) -> CaseRecord:
         cls = getattr(item, "cls", None)

@@ -267,7 +267,7 @@ def case_params(cls: type, method: str) -> CaseParams:
     if issubclass(cls, DeviceTypeTestBase) and len(cls.__bases__) == 2:
         generic = cls.__bases__[1]
     function = inspect.getattr_static(cls, method)
-    test_name = getattr(inspect.unwrap(function), "__name__", method)
+    test_name = _generic_test_name(cls, method, getattr(inspect.unwrap(function), "__name__", method))
     try:
         kwargs = inspect.signature(function, follow_wrapped=False).parameters["param_kwargs"].default
     except (KeyError, ValueError, TypeError):
@@ -286,6 +286,16 @@ def case_params(cls: type, method: str) -> CaseParams:
         dtypes,
         module_info.name if module_info is not None else None,
     )
+
+
+def _generic_test_name(cls: type, method: str, function_name: str) -> str:
+    """The generic test's name: its function's own name, unless the test was set under another name (a `setattr`
+    loop, a lambda), where it is the instantiated name up to its device suffix (torch appends `_<device>...`)."""
+    if method == function_name or method.startswith(f"{function_name}_"):
+        return function_name
+    device = getattr(cls, "device_type", None)
+    cut = method.rfind(f"_{device}") if device else -1
+    return method[:cut] if cut > 0 else function_name
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
 from testreuse.catalog import module_names, op_names
@@ -18,21 +18,30 @@ from testreuse.upstream import generic_tests
 _KIND_WORD = {"glob": "glob", "method": "method name pattern", "regex": "regex"}
 
 
-def validate(inputs: Sequence[str | os.PathLike[str]], torch_root: Path, *, run_commands: bool = False) -> Plan:
+def validate(
+    inputs: Sequence[str | os.PathLike[str]],
+    torch_root: Path,
+    *,
+    run_commands: bool = False,
+    collected: Mapping[Path, Set[str]] | None = None,
+) -> Plan:
     """What `testreuse validate` checks, as a function: the merged plan, or ConfigError with every problem.
 
-    Export commands run only when asked: checking a config must not execute what it names."""
+    Export commands run only when asked: checking a config must not execute what it names. `collected` (generic
+    `Class::test` names per upstream file, from a collection) replaces the syntax tree's names: tests made at
+    import time (`setattr` loops, classes imported from other modules) exist only there; a file it does not hold
+    is not checked."""
     plan = load_plan(inputs, torch_root, run_commands=run_commands)
-    problems = check_plan(plan)
+    problems = check_plan(plan, collected)
     if problems:
         raise ConfigError(problems)
     return plan
 
 
-def check_plan(plan: Plan) -> list[Problem]:
+def check_plan(plan: Plan, collected: Mapping[Path, Set[str]] | None = None) -> list[Problem]:
     """Every problem found, one per offending value, in file order."""
     problems: list[Problem] = []
-    problems += _check_test_names(plan)
+    problems += missing_test_names(plan, collected)
     ops, modules = op_names(), module_names()
     for placed in _unique_rules(plan):
         problems += _check_rule_names(placed, ops, modules)
@@ -60,14 +69,17 @@ def _unique_rules(plan: Plan) -> list[PlacedRule]:
     return [seen[k] for k in sorted(seen)]
 
 
-def _check_test_names(plan: Plan) -> list[Problem]:
-    """A name must exist in at least one upstream file the rule's entry expanded to."""
+def missing_test_names(plan: Plan, collected: Mapping[Path, Set[str]] | None) -> list[Problem]:
+    """A name must exist in at least one upstream file its rule's entry expanded to: by the files' syntax trees,
+    or by `collected` (what collection produced per file; rules only in files it lacks are not checked)."""
     known: dict[int, set[str]] = defaultdict(set)
     rules: dict[int, PlacedRule] = {}
     problems: list[Problem] = []
     for path, file_plan in plan.files.items():
+        if collected is not None and path not in collected:
+            continue
         try:
-            tests = generic_tests(path)
+            tests = generic_tests(path) if collected is None else collected[path]
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
             # ValueError: null bytes; RecursionError and MemoryError: nesting too deep for Python's own parser
             where = file_plan.entry_locations[0]

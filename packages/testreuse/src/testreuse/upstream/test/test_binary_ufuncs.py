@@ -61,7 +61,7 @@ class TestBinaryUfuncs(TestCase):
         self.assertEqual(op(lhs, rhs).dtype, expected.dtype)
 
     @dtypes(*all_types_and(torch.half, torch.bool))
-    def test_add_with_alpha(self, device, dtype):
+    def test_embedded_add_with_alpha(self, device, dtype):
         lhs = make_tensor((5,), device=device, dtype=dtype)
         rhs = make_tensor((5,), device=device, dtype=dtype)
         alpha = True if dtype == torch.bool else 2
@@ -81,19 +81,19 @@ class TestBinaryUfuncs(TestCase):
             )
 
     @dtypes(*integral_types())
-    def test_floor_divide_by_zero_raises(self, device, dtype):
+    def test_embedded_floor_divide_by_zero_raises(self, device, dtype):
         a = torch.ones(3, device=device, dtype=dtype)
         with self.assertRaisesRegex(RuntimeError, "ZeroDivisionError"):
             torch.floor_divide(a, torch.zeros_like(a))
 
     @dtypes(torch.float32, torch.float64, torch.int64)
-    def test_pow_scalar_exponents(self, device, dtype):
+    def test_embedded_pow_scalar_exponents(self, device, dtype):
         base = make_tensor((6,), device=device, dtype=dtype, low=1, high=4)
         for exponent in (0, 1, 2, 3):
             self.assertEqual(torch.pow(base, exponent), torch.from_numpy(np.power(base.cpu().numpy(), exponent)))
 
     @dtypes(*all_types_and(torch.half, torch.bool))
-    def test_comparison_ops_return_bool(self, device, dtype):
+    def test_embedded_comparison_ops_return_bool(self, device, dtype):
         lhs = make_tensor((7,), device=device, dtype=dtype)
         rhs = make_tensor((7,), device=device, dtype=dtype)
         for op in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge):
@@ -102,7 +102,7 @@ class TestBinaryUfuncs(TestCase):
             self.assertEqual(result, op(lhs.cpu(), rhs.cpu()), exact_device=False)
 
     @dtypes(torch.float32, torch.float64)
-    def test_inplace_broadcast_into_self(self, device, dtype):
+    def test_embedded_inplace_broadcast_into_self(self, device, dtype):
         x = torch.zeros(3, 4, device=device, dtype=dtype)
         x.add_(torch.arange(4, device=device, dtype=dtype))
         self.assertEqual(x, torch.arange(4, dtype=dtype).expand(3, 4), exact_device=False)

@@ -24,7 +24,7 @@ class TestIndexing(TestCase):
             self.assertEqual(reference[index], cpu[index], exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_advanced_indexing(self, device, dtype):
+    def test_embedded_advanced_indexing(self, device, dtype):
         x = make_tensor((5, 4), device=device, dtype=dtype)
         rows = torch.tensor([0, 2, 4], device=device)
         cols = torch.tensor([1, 3, 0], device=device)
@@ -48,7 +48,7 @@ class TestIndexing(TestCase):
         self.assertEqual(x[mask.bool()].shape, (3, 3))
 
     @dtypes(*_all_dtypes)
-    def test_setitem_scalar_and_slices(self, device, dtype):
+    def test_embedded_setitem_scalar_and_slices(self, device, dtype):
         x = torch.zeros(4, 4, device=device, dtype=dtype)
         x[1] = 1
         x[:, 2] = 1
@@ -66,7 +66,7 @@ class TestIndexing(TestCase):
         self.assertEqual(x.cpu().tolist(), [1, 0, 0, 2, 0, 0, 3, 0])
 
     @dtypes(torch.float32, torch.float64, torch.int64)
-    def test_index_put_accumulate(self, device, dtype):
+    def test_embedded_index_put_accumulate(self, device, dtype):
         x = torch.zeros(5, device=device, dtype=dtype)
         indices = torch.tensor([0, 1, 1, 4, 4, 4], device=device)
         values = torch.ones(6, device=device, dtype=dtype)
@@ -74,7 +74,7 @@ class TestIndexing(TestCase):
         self.assertEqual(x, torch.tensor([1, 2, 0, 0, 3], dtype=dtype), exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_index_copy(self, device, dtype):
+    def test_embedded_index_copy(self, device, dtype):
         x = torch.zeros(5, 3, device=device, dtype=dtype)
         source = make_tensor((2, 3), device=device, dtype=dtype)
         index = torch.tensor([4, 0], device=device)
@@ -83,28 +83,28 @@ class TestIndexing(TestCase):
         self.assertEqual(x, expected, exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_index_fill(self, device, dtype):
+    def test_embedded_index_fill(self, device, dtype):
         x = make_tensor((4, 3), device=device, dtype=dtype)
         index = torch.tensor([0, 2], device=device)
         value = True if dtype == torch.bool else 7
         self.assertEqual(x.index_fill(1, index, value), x.cpu().index_fill(1, index.cpu(), value), exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_index_select(self, device, dtype):
+    def test_embedded_index_select(self, device, dtype):
         x = make_tensor((4, 5), device=device, dtype=dtype)
         index = torch.tensor([3, 0, 3], device=device)
         expected = torch.index_select(x.cpu(), 1, index.cpu())
         self.assertEqual(torch.index_select(x, 1, index), expected, exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_take(self, device, dtype):
+    def test_embedded_take(self, device, dtype):
         x = make_tensor((3, 4), device=device, dtype=dtype)
         index = torch.tensor([[0, 11], [5, 3]], device=device)
         expected = x.cpu().flatten()[index.cpu()]
         self.assertEqual(torch.take(x, index), expected, exact_device=False)
 
     @dtypes(*all_types_and(torch.half, torch.bool))
-    def test_put(self, device, dtype):
+    def test_embedded_put(self, device, dtype):
         x = torch.zeros(3, 4, device=device, dtype=dtype)
         index = torch.tensor([1, 6, 11], device=device)
         values = make_tensor((3,), device=device, dtype=dtype)
@@ -112,7 +112,7 @@ class TestIndexing(TestCase):
         self.assertEqual(x.view(-1)[index], values)
 
     @dtypes(*_all_dtypes)
-    def test_gather_scatter(self, device, dtype):
+    def test_embedded_gather_scatter(self, device, dtype):
         x = make_tensor((3, 4), device=device, dtype=dtype)
         index = torch.tensor([[0, 1], [3, 2], [1, 1]], device=device)
         gathered = torch.gather(x, 1, index)
@@ -122,7 +122,7 @@ class TestIndexing(TestCase):
         self.assertEqual(scattered, expected, exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_masked_fill(self, device, dtype):
+    def test_embedded_masked_fill(self, device, dtype):
         x = make_tensor((3, 4), device=device, dtype=dtype)
         mask = torch.tensor([[True, False, False, True]], device=device)
         value = False if dtype == torch.bool else 5
@@ -138,14 +138,14 @@ class TestIndexing(TestCase):
         x[empty] = 1
         self.assertEqual(x[empty].numel(), 0)
 
-    def test_index_out_of_bounds_raises(self, device):
+    def test_embedded_index_out_of_bounds_raises(self, device):
         x = torch.zeros(3, device=device)
         with self.assertRaises(IndexError):
             x[3]
         with self.assertRaisesRegex(IndexError, "out of range"):
             torch.index_select(x, 0, torch.tensor([5], device=device)).cpu()
 
-    def test_int_index_on_device_tensor(self, device):
+    def test_embedded_int_index_on_device_tensor(self, device):
         x = torch.arange(10, device=device)
         i = torch.tensor(4, device=device)
         self.assertEqual(x[i].item(), 4)

@@ -74,7 +74,7 @@ class TestModule(TestCase):
 
     # Parameters moved to the device live in device storage and keep their values.
     @modules(module_db, allowed_dtypes=(torch.float32,))
-    def test_to_device(self, device, dtype, module_info, training):
+    def test_embedded_to_device(self, device, dtype, module_info, training):
         if module_info.is_lazy:
             self.skipTest("lazy modules have no parameters before their first forward")
         for module_input in self._module_inputs(module_info, "cpu", dtype, training):

@@ -94,7 +94,7 @@ class TestCommon(TestCase):
 
     # The out= variant writes the functional result into the given tensor, resized from empty.
     @ops(_ops_with_out, dtypes=OpDTypes.any_one)
-    def test_out_matches_functional(self, device, dtype, op):
+    def test_embedded_out_matches_functional(self, device, dtype, op):
         sample = next(iter(op.sample_inputs(device, dtype)))
         expected = op(sample.input, *sample.args, **sample.kwargs)
         if not isinstance(expected, torch.Tensor):
@@ -106,7 +106,7 @@ class TestCommon(TestCase):
 
     # Ops whose result is a view must keep sharing the input's storage on every device.
     @ops(_view_ops, allowed_dtypes=(torch.float32, torch.complex64))
-    def test_view_shares_storage(self, device, dtype, op):
+    def test_embedded_view_shares_storage(self, device, dtype, op):
         sample = next(iter(op.sample_inputs(device, dtype)))
         result = op(sample.input, *sample.args, **sample.kwargs)
         results = result if isinstance(result, (tuple, list)) else (result,)

@@ -63,7 +63,7 @@ class TestReductions(TestCase):
 
     # Reducing an empty tensor gives the identity, if the op has one.
     @ops([op for op in reduction_ops if op.identity is not None], allowed_dtypes=(torch.float32,))
-    def test_empty_tensor_identity(self, device, dtype, op):
+    def test_embedded_empty_tensor_identity(self, device, dtype, op):
         t = make_tensor((0, 4), dtype=dtype, device=device)
         args, kwargs = next(op.generate_args_kwargs(t, dim=0))
         result = op(t, *args, dim=0, **kwargs)
@@ -80,7 +80,7 @@ class TestReductions(TestCase):
         self.assertEqual(x.mean(dim=1), x.cpu().mean(dim=1), exact_device=False)
 
     @dtypes(torch.float32, torch.float64, torch.int32, torch.int64)
-    def test_max_min_with_indices(self, device, dtype):
+    def test_embedded_max_min_with_indices(self, device, dtype):
         x = torch.tensor([[3, 1, 2], [0, 5, 4]], device=device, dtype=dtype)
         values, indices = x.max(dim=1)
         self.assertEqual(values, torch.tensor([3, 5], dtype=dtype), exact_device=False)
@@ -90,7 +90,7 @@ class TestReductions(TestCase):
         self.assertEqual(indices, torch.tensor([1, 0, 0]), exact_device=False)
 
     @dtypes(torch.float32, torch.float64)
-    def test_var_std_correction(self, device, dtype):
+    def test_embedded_var_std_correction(self, device, dtype):
         x = make_tensor((5, 8), device=device, dtype=dtype)
         for correction in (0, 1):
             self.assertEqual(
@@ -107,7 +107,7 @@ class TestReductions(TestCase):
         self.assertEqual(x.any(), x.cpu().any(), exact_device=False)
 
     @dtypes(torch.float32, torch.float64)
-    def test_cumsum_matches_numpy(self, device, dtype):
+    def test_embedded_cumsum_matches_numpy(self, device, dtype):
         x = make_tensor((4, 5), device=device, dtype=dtype)
         self.assertEqual(torch.cumsum(x, dim=1), np.cumsum(x.cpu().numpy(), axis=1))
 

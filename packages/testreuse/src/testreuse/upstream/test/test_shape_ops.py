@@ -57,7 +57,7 @@ class TestShapeOps(TestCase):
             self.assertEqual(torch.rot90(x, k, (0, 1)), x.cpu().rot90(k, (0, 1)), exact_device=False)
 
     @dtypes(*_all_dtypes)
-    def test_roll(self, device, dtype):
+    def test_embedded_roll(self, device, dtype):
         x = make_tensor((4, 5), device=device, dtype=dtype)
         for shifts, dims in ((1, 0), (-2, 1), ((1, 2), (0, 1)), (3, None)):
             self.assertEqual(torch.roll(x, shifts, dims), x.cpu().roll(shifts, dims), exact_device=False)
@@ -69,21 +69,21 @@ class TestShapeOps(TestCase):
         self.assertEqual(torch.nonzero(x), torch.from_numpy(expected), exact_dtype=False)
 
     @dtypes(*_all_dtypes)
-    def test_squeeze_dims(self, device, dtype):
+    def test_embedded_squeeze_dims(self, device, dtype):
         x = make_tensor((1, 3, 1, 2), device=device, dtype=dtype)
         self.assertEqual(x.squeeze().shape, (3, 2))
         self.assertEqual(x.squeeze((0, 2)).shape, (3, 2))
         self.assertEqual(x.squeeze(1).shape, (1, 3, 1, 2))
 
     @dtypes(*_all_dtypes)
-    def test_cat(self, device, dtype):
+    def test_embedded_cat(self, device, dtype):
         a = make_tensor((2, 3), device=device, dtype=dtype)
         b = make_tensor((4, 3), device=device, dtype=dtype)
         self.assertEqual(torch.cat((a, b)), torch.cat((a.cpu(), b.cpu())), exact_device=False)
         self.assertEqual(torch.cat((a, b.t().t()), dim=0).device, a.device)
 
     @dtypes(*_all_dtypes)
-    def test_stack(self, device, dtype):
+    def test_embedded_stack(self, device, dtype):
         tensors = [make_tensor((2, 3), device=device, dtype=dtype) for _ in range(3)]
         for dim in range(3):
             expected = torch.stack([t.cpu() for t in tensors], dim)
@@ -95,31 +95,31 @@ class TestShapeOps(TestCase):
         self.assertEqual(torch.clamp(x, -3, 4), torch.from_numpy(np.clip(_numpy(x), -3, 4)))
 
     @dtypes(*all_types_and(torch.half, torch.bool))
-    def test_tril_triu(self, device, dtype):
+    def test_embedded_tril_triu(self, device, dtype):
         x = make_tensor((4, 5), device=device, dtype=dtype)
         for k in (-1, 0, 2):
             self.assertEqual(torch.tril(x, k), torch.from_numpy(np.tril(_numpy(x), k)))
             self.assertEqual(torch.triu(x, k), torch.from_numpy(np.triu(_numpy(x), k)))
 
     @dtypes(*_all_dtypes)
-    def test_repeat_and_tile(self, device, dtype):
+    def test_embedded_repeat_and_tile(self, device, dtype):
         x = make_tensor((2, 3), device=device, dtype=dtype)
         self.assertEqual(x.repeat(2, 1, 3), x.cpu().repeat(2, 1, 3), exact_device=False)
         self.assertEqual(torch.tile(x, (2,)), x.cpu().tile((2,)), exact_device=False)
 
     @dtypes(torch.float32, torch.int64)
-    def test_sort_and_argsort(self, device, dtype):
+    def test_embedded_sort_and_argsort(self, device, dtype):
         x = make_tensor((5, 7), device=device, dtype=dtype)
         values, indices = torch.sort(x, dim=1, stable=True)
         self.assertEqual(values, torch.from_numpy(np.sort(_numpy(x), axis=1, kind="stable")))
         self.assertEqual(indices, torch.from_numpy(np.argsort(_numpy(x), axis=1, kind="stable")), exact_dtype=False)
 
     @dtypes(*_all_dtypes)
-    def test_diag_embed(self, device, dtype):
+    def test_embedded_diag_embed(self, device, dtype):
         x = make_tensor((2, 3), device=device, dtype=dtype)
         self.assertEqual(torch.diag_embed(x), torch.diag_embed(x.cpu()), exact_device=False)
 
-    def test_cat_different_devices_raises(self, device):
+    def test_embedded_cat_different_devices_raises(self, device):
         a = torch.ones(2, device=device)
         b = torch.ones(2, device="cpu") if torch.device(device).type != "cpu" else torch.ones(2, device="meta")
         with self.assertRaises(RuntimeError):

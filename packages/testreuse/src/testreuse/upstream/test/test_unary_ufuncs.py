@@ -92,7 +92,7 @@ class TestUnaryUfuncs(TestCase):
 
     @precisionOverride({torch.float32: 1e-4})
     @dtypes(torch.float32, torch.float64)
-    def test_exp_large_values(self, device, dtype):
+    def test_embedded_exp_large_values(self, device, dtype):
         x = torch.tensor([0.0, 1.0, 20.0, 80.0], device=device, dtype=dtype)
         expected = torch.tensor([math.exp(v) for v in (0.0, 1.0, 20.0, 80.0)], dtype=torch.float64)
         self.assertEqual(torch.exp(x), expected.to(dtype), exact_device=False, rtol=self.precision, atol=0)

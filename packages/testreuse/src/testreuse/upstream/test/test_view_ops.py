@@ -109,7 +109,7 @@ class TestViewOps(TestCase):
         self.assertEqual(v.stride(), (1, 0))
 
     @dtypes(*_all_dtypes)
-    def test_squeeze_unsqueeze_view(self, device, dtype):
+    def test_embedded_squeeze_unsqueeze_view(self, device, dtype):
         t = make_tensor((5, 1, 3), device=device, dtype=dtype)
         self.assertTrue(self.is_view_of(t, t.squeeze(1)))
         self._assert_writes_through(t, t.unsqueeze(0))
@@ -206,13 +206,13 @@ class TestViewOps(TestCase):
             _ = t.imag
 
     @dtypes(*_all_dtypes)
-    def test_view_copy_is_not_a_view(self, device, dtype):
+    def test_embedded_view_copy_is_not_a_view(self, device, dtype):
         t = make_tensor((4, 4), device=device, dtype=dtype)
         c = torch.view_copy(t, (16,))
         self.assertFalse(c._is_view())
         self.assertEqual(c.cpu(), t.cpu().view(16))
 
-    def test_view_incompatible_stride_raises(self, device):
+    def test_embedded_view_incompatible_stride_raises(self, device):
         t = torch.ones(4, 6, device=device).t()
         with self.assertRaisesRegex(RuntimeError, "view size is not compatible"):
             t.view(24)
