@@ -135,3 +135,14 @@ def test_fill_with_a_tensor_value_refuses_overlap_as_cpu_does() -> None:
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor") as ring:
         fill(DEVICE)
     assert str(ring.value) == str(cpu.value)
+
+
+# --- fmod/remainder take a Python number in the tensor's reduced dtype, as CPU's kernels do --------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("fn", [torch.fmod, torch.remainder])
+def test_fmod_remainder_with_a_float_number_match_cpu(fn, dtype: torch.dtype) -> None:
+    x = torch.linspace(-9, 9, 101).to(dtype)
+    torch.testing.assert_close(fn(x.to(DEVICE), 2.3).cpu(), fn(x, 2.3), rtol=0, atol=0)
+    torch.testing.assert_close(torch.remainder(2.3, x.to(DEVICE)).cpu(), torch.remainder(2.3, x), rtol=0, atol=0)

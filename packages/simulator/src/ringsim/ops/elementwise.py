@@ -14,11 +14,17 @@ from typing import Any
 import torch
 
 from ringsim.engine.compute import TILES_AS
+from ringsim.engine.dtypes import WIDENED_DTYPES
 from ringsim.ops import errors
 from ringsim.ops.calls import Signature
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, TooLargeError, row_program
 from ringsim.ops.registry import DEVICE, DTYPE_ORDER, OpSpec
+
+# Ops whose CPU kernels take a Python number operand in the tensor's dtype (TensorIterator casts it to the common
+# dtype), not in float32 as add/mul/div do: fmod(x_fp16, 2.3) computes with 2.3 rounded to float16 (2.30078).
+_NUMBERS_IN_DTYPE = frozenset({"fmod", "remainder"})
+_OPERANDS = ("self", "other")
 
 
 def meta_args(values: Values) -> list[Any]:
@@ -96,6 +102,8 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
         # Tiles are widened before the compute, which would hide torch's contract for this op.
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     positional, attrs, substituted = split_call(sig, values)
+    if spec.aten in _NUMBERS_IN_DTYPE and out.dtype in WIDENED_DTYPES:
+        attrs = {k: _in_dtype(v, out.dtype) if k in _OPERANDS else v for k, v in attrs.items()}
     fn = spec.aten if substituted else sig.qualname
     device = next((i for i in positional if _on_device(values[i])), None)
     host = [i for i in positional if device is not None and _host_scalar(values[i])]
@@ -112,6 +120,11 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
     moving = {f"in{positional.index(i)}" for i in host}
     inputs = tuple((name, _moving(get, device) if name in moving else get) for name, get in plan.inputs)
     return replace(plan, inputs=inputs)
+
+
+def _in_dtype(number: Any, dtype: torch.dtype) -> Any:
+    """`number` rounded to `dtype`, as a Python number of its kind."""
+    return type(number)(torch.tensor(number, dtype=dtype).item()) if isinstance(number, (int, float)) else number
 
 
 def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: bool) -> Plan:
