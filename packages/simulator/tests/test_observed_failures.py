@@ -146,3 +146,23 @@ def test_fmod_remainder_with_a_float_number_match_cpu(fn, dtype: torch.dtype) ->
     x = torch.linspace(-9, 9, 101).to(dtype)
     torch.testing.assert_close(fn(x.to(DEVICE), 2.3).cpu(), fn(x, 2.3), rtol=0, atol=0)
     torch.testing.assert_close(torch.remainder(2.3, x.to(DEVICE)).cpu(), torch.remainder(2.3, x), rtol=0, atol=0)
+
+
+# --- trunc division in float16/bfloat16 truncates the quotient rounded to the dtype, as CPU's kernel does -----------
+
+
+DIVISORS = {
+    "tensor": lambda dtype: torch.tensor([9320.0, 119.0, 32.875, 2.0, 3.0], dtype=dtype),
+    "one-element": lambda dtype: torch.tensor([3.3], dtype=dtype),
+    "number": lambda dtype: 3.3,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("divisor", DIVISORS)
+def test_trunc_division_matches_cpu(dtype: torch.dtype, divisor: str) -> None:
+    a = torch.tensor([-27952.0, 25104.0, -27904.0, 7.0, -5.5], dtype=dtype)
+    b = DIVISORS[divisor](dtype)
+    on_ring = b.to(DEVICE) if isinstance(b, torch.Tensor) else b
+    result = torch.div(a.to(DEVICE), on_ring, rounding_mode="trunc")
+    torch.testing.assert_close(result.cpu(), torch.div(a, b, rounding_mode="trunc"), rtol=0, atol=0)

@@ -105,6 +105,10 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
     if spec.aten in _NUMBERS_IN_DTYPE and out.dtype in WIDENED_DTYPES:
         attrs = {k: _in_dtype(v, out.dtype) if k in _OPERANDS else v for k, v in attrs.items()}
     fn = spec.aten if substituted else sig.qualname
+    then = None
+    if _truncates_rounded_quotient(spec, sig, values, attrs, out.dtype):
+        attrs = {k: v for k, v in attrs.items() if k != "rounding_mode"}
+        fn, then = "div", "trunc"
     device = next((i for i in positional if _on_device(values[i])), None)
     host = [i for i in positional if device is not None and _host_scalar(values[i])]
     values = [_moved(v, values[device]) if i in host else v for i, v in enumerate(values)]
@@ -112,9 +116,9 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
     if out.numel() == 0:
         return Plan(key, None, (), (OutputSpec("out", shape, out.dtype),), finish)
     try:
-        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=True)
+        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, then, broadcast_whole=True)
     except TooLargeError:
-        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, broadcast_whole=False)
+        plan = _plan(key, fn, attrs, positional, values, shape, out.dtype, then, broadcast_whole=False)
     if not host:
         return plan
     moving = {f"in{positional.index(i)}" for i in host}
@@ -122,12 +126,24 @@ def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Value
     return replace(plan, inputs=inputs)
 
 
+def _truncates_rounded_quotient(spec: OpSpec, sig: Signature, values: Values, attrs: dict, dtype: torch.dtype) -> bool:
+    """Whether CPU computes this ``div(..., rounding_mode="trunc")`` in its float16/bfloat16 arithmetic, truncating
+    the quotient as rounded to that dtype (as NumPy does): for a divisor of more than one element; a one-element
+    divisor takes CPU's float32 path, which rounds once like the device's own rule."""
+    if spec.aten != "div" or attrs.get("rounding_mode") != "trunc" or dtype not in WIDENED_DTYPES:
+        return False
+    divisor = values[sig.index["other"]]
+    return isinstance(divisor, torch.Tensor) and divisor.numel() > 1
+
+
 def _in_dtype(number: Any, dtype: torch.dtype) -> Any:
     """`number` rounded to `dtype`, as a Python number of its kind."""
     return type(number)(torch.tensor(number, dtype=dtype).item()) if isinstance(number, (int, float)) else number
 
 
-def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: bool) -> Plan:
+def _plan(key, fn, attrs, positional, values, shape, dtype, then: str | None, *, broadcast_whole: bool) -> Plan:
+    """The program of `fn` over the output's rows; `then`, if given, is a unary fn applied to `fn`'s result as
+    stored in a tile of the output dtype (rounded to it)."""
     numel = math.prod(shape)
     flat = all(values[i].numel() in (1, numel) and values[i].dim() in (0, len(shape)) for i in positional) or not (
         broadcast_whole
@@ -152,9 +168,15 @@ def _plan(key, fn, attrs, positional, values, shape, dtype, *, broadcast_whole: 
             operands.append(Operand(name, t.dtype, tuple(t.shape), split=False))
             getters.append((name, _arg(i)))
     rows = numel if flat else shape[0]
-    operands.append(Operand("out", dtype, () if flat else shape[1:], role="out"))
-    step = Step(fn, tuple(f"in{n}" for n in range(len(positional))), ("out",), attrs)
-    program = row_program(fn, rows, operands, [step])
+    tile = () if flat else shape[1:]
+    operands.append(Operand("out", dtype, tile, role="out"))
+    inputs = tuple(f"in{n}" for n in range(len(positional)))
+    if then is None:
+        steps = [Step(fn, inputs, ("out",), attrs)]
+    else:
+        operands.append(Operand("first", dtype, tile, role="temp"))
+        steps = [Step(fn, inputs, ("first",), attrs), Step(then, ("first",), ("out",))]
+    program = row_program(fn, rows, operands, steps)
     return Plan(key, program, tuple(getters), (OutputSpec("out", shape, dtype),), returns_first)
 
 
