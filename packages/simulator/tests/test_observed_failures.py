@@ -166,3 +166,19 @@ def test_trunc_division_matches_cpu(dtype: torch.dtype, divisor: str) -> None:
     on_ring = b.to(DEVICE) if isinstance(b, torch.Tensor) else b
     result = torch.div(a.to(DEVICE), on_ring, rounding_mode="trunc")
     torch.testing.assert_close(result.cpu(), torch.div(a, b, rounding_mode="trunc"), rtol=0, atol=0)
+
+
+# --- an out= tensor holding elements of the wrong shape is resized with torch's deprecation warning -----------------
+
+
+def _resize_warnings(device: str) -> list[str]:
+    a = torch.ones(3, device=device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.add(a, a, out=torch.empty(0, device=device))
+        torch.add(a, a, out=torch.empty(2, 2, device=device))
+    return [str(w.message).partition(" (Triggered")[0] for w in caught]
+
+
+def test_out_resize_warns_like_cpu() -> None:
+    assert _resize_warnings(DEVICE) == _resize_warnings("cpu")

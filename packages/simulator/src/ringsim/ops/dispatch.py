@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ringsim.ops import errors, layout
+from ringsim.ops import caller_warnings, errors, layout
 from ringsim.ops.calls import Signature, key_of
 from ringsim.ops.elementwise import meta_args
 from ringsim.ops.plan import Plan
@@ -145,8 +145,7 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         direct = all([_check_overlap(spec, out, values) for out in outs])  # a list: every out is checked
         shapes = _result_shapes(plan, functional, sig, values)
         for out, shape in zip(outs, shapes, strict=True):
-            if tuple(out.shape) != shape:
-                out.resize_(shape)
+            caller_warnings.resize_output(out, shape)
         _write(plan, prepared, outs, shapes, direct=direct)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
