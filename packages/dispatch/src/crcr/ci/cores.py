@@ -1,0 +1,131 @@
+"""Core candidates: torch wheels, each fetched once into its own find-links folder under the cache.
+
+A core candidate is a torch wheel, identified by its bytes (two builds can share a version). Each version gets
+`cache/wheelhouse/torch-VERSION/`, filled by `pip download torch==VERSION` *with* its dependencies, so the folder is a
+complete find-links source for uv (a CUDA build's nvidia wheels are ~3 GB: fetched once, never again). The folder
+counts as complete only once a marker is written after a successful download; an interrupted download is resumed
+(pip skips files already there). Nothing is ever deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
+MARKER = ".tributary-complete.json"
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+class CoreError(Exception):
+    """A torch wheel could not be found or fetched; the message is one line."""
+
+
+def wheelhouse(version: str, cache: Path) -> Path:
+    """The find-links folder for one torch version."""
+    return cache / "wheelhouse" / f"torch-{version}"
+
+
+def wheel_version(wheel: Path) -> str:
+    """The version part of a wheel's file name, e.g. '2.13.0+cpu'."""
+    return wheel.name.split("-")[1]
+
+
+def _matches(wheel: Path, version: str) -> bool:
+    found = wheel_version(wheel)
+    return found == version or found.split("+")[0] == version
+
+
+def _find(folder: Path, version: str) -> Path | None:
+    wheels = [w for w in sorted(folder.glob("torch-*.whl")) if _matches(w, version)]
+    return wheels[-1] if wheels else None
+
+
+def _pip_python() -> str:
+    """An interpreter that has pip: uv-made venvs (nox's, ours) have none, their base interpreter usually does."""
+    if importlib.util.find_spec("pip") is not None:
+        return sys.executable
+    for candidate in (getattr(sys, "_base_executable", ""), shutil.which("python3") or ""):
+        if not candidate:
+            continue
+        probe = subprocess.run([candidate, "-m", "pip", "--version"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return candidate
+    raise CoreError("no Python with pip found to download torch (install pip for this interpreter)")
+
+
+def torch_wheel(version: str, cache: Path, env: dict[str, str] | None = None) -> Path:
+    """The torch==VERSION wheel, fetched with its dependencies into `cache/wheelhouse/torch-VERSION/` the first time.
+
+    pip's own configuration decides where it comes from (its indexes and find-links); `$TRIBUTARY_TORCH_INDEX`
+    (e.g. https://download.pytorch.org/whl/cpu) replaces the index for users elsewhere.
+    """
+    env = dict(os.environ if env is None else env)
+    folder = wheelhouse(version, cache)
+    marker = folder / MARKER
+    if marker.is_file():
+        found = _find(folder, version)
+        if found is not None:
+            return found
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [_pip_python(), "-m", "pip", "download", "--only-binary=:all:", "--dest", str(folder)]
+    index = env.get(INDEX_ENV, "")
+    if index:
+        command += ["--index-url", index]
+    command.append(f"torch=={version}")
+    log = folder / "download.log"
+    with log.open("a") as out:
+        result = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, text=True, check=False, env=env)
+    found = _find(folder, version)
+    if result.returncode != 0 or found is None:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        errors = [line for line in lines if line.startswith("ERROR")]
+        last = (errors or lines or ["no output"])[-1]
+        raise CoreError(f"could not fetch torch=={version} into {folder}: {last} (set {INDEX_ENV} to an index URL)")
+    stat = found.stat()
+    record = {
+        "version": wheel_version(found),
+        "wheel": found.name,
+        "sha256": wheel_sha256(found),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "index": index,
+        "files": sorted(p.name for p in folder.glob("*.whl")),
+    }
+    marker.write_text(json.dumps(record, indent=1) + "\n")
+    return found
+
+
+def _recorded(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads((path.parent / MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def wheel_sha256(path: Path) -> str:
+    """The wheel's sha256: what identifies a core (the version is for people).
+
+    Remembered per file state (path, size, mtime), in this process and in the marker of a folder we filled, so a
+    600 MB wheel is not read again on every run.
+    """
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASHES:
+        recorded = _recorded(path)
+        if recorded.get("wheel") == path.name and (recorded.get("size"), recorded.get("mtime_ns")) == key[1:]:
+            _HASHES[key] = str(recorded["sha256"])
+            return _HASHES[key]
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        _HASHES[key] = digest.hexdigest()
+    return _HASHES[key]
