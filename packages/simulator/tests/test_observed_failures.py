@@ -182,3 +182,24 @@ def _resize_warnings(device: str) -> list[str]:
 
 def test_out_resize_warns_like_cpu() -> None:
     assert _resize_warnings(DEVICE) == _resize_warnings("cpu")
+
+
+# --- a call torch's meta function refuses raises CPU's error for it (type and words) --------------------------------
+
+REFUSED_CALLS = {
+    "roll-dim": lambda t: t.roll(1, 4),
+    "roll-align": lambda t: t.roll(shifts=(1, 2), dims=(1,)),
+    "sum-repeated-dim": lambda t: torch.sum(t, dim=(0, 0)),
+    "mean-repeated-negative-dim": lambda t: torch.mean(t, dim=(0, -4)),
+}
+
+
+@pytest.mark.parametrize("name", REFUSED_CALLS)
+def test_refused_calls_raise_cpus_error(name: str) -> None:
+    fn = REFUSED_CALLS[name]
+    x = torch.randn(3, 3, 3, 3)
+    with pytest.raises((RuntimeError, IndexError)) as cpu:
+        fn(x)
+    with pytest.raises(cpu.type) as ring:
+        fn(x.to(DEVICE))
+    assert str(ring.value) == str(cpu.value)

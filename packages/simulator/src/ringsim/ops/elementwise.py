@@ -42,8 +42,31 @@ def meta_args(values: Values) -> list[Any]:
 
 
 def meta_outputs(op: torch._ops.OpOverload, values: Values) -> tuple[torch.Tensor, ...]:
-    result = Signature.of(op).invoke(op, meta_args(values))
+    """The op's results on meta tensors; a call the meta function refuses raises CPU's error for it when CPU
+    refuses it too (torch's Python meta functions word some checks differently: roll's dims, repeated dims)."""
+    sig = Signature.of(op)
+    try:
+        result = sig.invoke(op, meta_args(values))
+    except (RuntimeError, IndexError, ValueError, TypeError) as error:
+        raise _cpu_error(sig, op, values) or error from None
     return (result,) if isinstance(result, torch.Tensor) else tuple(result)
+
+
+def _cpu_error(sig: Signature, op: torch._ops.OpOverload, values: Values) -> Exception | None:
+    """What CPU raises for the call on zero tensors of the same shapes and dtypes, or None if it accepts it."""
+
+    def on_cpu(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and v.device.type == DEVICE:
+            return torch.zeros(v.shape, dtype=v.dtype)
+        if isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
+            return [on_cpu(t) for t in v]
+        return v
+
+    try:
+        sig.invoke(op, [on_cpu(v) for v in values])
+    except Exception as error:
+        return error
+    return None
 
 
 def scalar(value: Any) -> Any:
