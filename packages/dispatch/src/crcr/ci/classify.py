@@ -92,7 +92,9 @@ def _by_moved(moved: set[str], retried: str, evidence: str) -> Classification:
     if moved == {"backend"}:
         return Classification("backend", f"only the backend moved since the last green run{retried}", evidence)
     return Classification(
-        "unknown", f"several candidates moved since the last green run ({names}) and none is attributed yet", evidence
+        "unknown",
+        f"several candidates moved since the last green run ({names}) and none is attributed yet{retried}",
+        evidence,
     )
 
 
@@ -111,7 +113,8 @@ def failure_text(test: TestOutcome) -> str:
     for facts in (test.failure, test.failure.get("cause") if isinstance(test.failure.get("cause"), dict) else None):
         if not facts:
             continue
-        head = ": ".join(str(facts[k]) for k in ("type", "message") if facts.get(k))
+        kind, message = str(facts.get("type") or ""), str(facts.get("message") or "")
+        head = message if not kind or message.startswith(kind) else f"{kind}: {message}" if message else kind
         if head:
             parts.append(head)
         for key in ("signal", "raised_at", "longrepr", "log"):
