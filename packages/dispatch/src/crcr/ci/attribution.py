@@ -14,7 +14,7 @@ import dataclasses
 import re
 
 from crcr.ci.classify import KINDS, moved_since
-from crcr.ci.model import FAILING, Candidate, Combination, CombinationResult
+from crcr.ci.model import Candidate, Combination, CombinationResult
 
 PROBE_SEPARATOR = "~"
 _PROBE = re.compile(r"~(backend|core|suite)@")
@@ -66,8 +66,9 @@ def explain(failing: list[str], probes: dict[str, set[str]], pinned: dict[str, s
 
 
 def core_matrix_upstream(results: list[CombinationResult]) -> set[str]:
-    """Failures present with a newer torch and absent (run, not failing) with an older one, for the same backend and
-    suite: upstream's, with no probe needed."""
+    """Failures present with a newer torch and absent (the test ran and passed) with an older one, for the same
+    backend and suite: upstream's, with no probe needed. A test skipped or not run on the older torch is no
+    evidence."""
     groups: dict[tuple[str, str], list[CombinationResult]] = {}
     for result in results:
         if result.tests:
@@ -77,7 +78,7 @@ def core_matrix_upstream(results: list[CombinationResult]) -> set[str]:
     for group in groups.values():
         ordered = sorted(group, key=lambda r: version_key(r.combination.core.version))
         for i, older in enumerate(ordered):
-            passing_old = {t.nodeid for t in older.tests if t.outcome not in FAILING}
+            passing_old = {t.nodeid for t in older.tests if t.outcome == "passed"}
             for newer in ordered[i + 1 :]:
                 if version_key(newer.combination.core.version) == version_key(older.combination.core.version):
                     continue
