@@ -203,3 +203,27 @@ def test_refused_calls_raise_cpus_error(name: str) -> None:
     with pytest.raises(cpu.type) as ring:
         fn(x.to(DEVICE))
     assert str(ring.value) == str(cpu.value)
+
+
+# --- (values, indices) out= tensors of the wrong dtype are refused with CPU's error ----------------------------------
+
+WRONG_OUTS = {
+    "max-values": lambda d: torch.max(torch.ones(5, 5, device=d), 0, out=(_out(d, torch.int32), _out(d, torch.int64))),
+    "min-indices": lambda d: torch.min(torch.ones(5, 5, device=d), 0, out=(_out(d, torch.float32), _out(d))),
+    "mode-values": lambda d: torch.mode(
+        torch.ones(5, dtype=torch.uint8, device=d), -1, True, out=(_out(d, torch.int8), _out(d, torch.int64))
+    ),
+}
+
+
+def _out(device: str, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return torch.empty(5, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("name", WRONG_OUTS)
+def test_wrong_out_dtypes_raise_cpus_error(name: str) -> None:
+    with pytest.raises(RuntimeError) as cpu:
+        WRONG_OUTS[name]("cpu")
+    with pytest.raises(RuntimeError) as ring:
+        WRONG_OUTS[name](DEVICE)
+    assert str(ring.value) == str(cpu.value)
