@@ -15,7 +15,7 @@ import pytest
 from testreuse.loader import default_torch_root, embedded_configs
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL_CONFIGS = ROOT / "configs"
+REAL_CONFIGS = ROOT / "configs" / "ring"
 #: A PyTorch checkout's root (holding test/): TORCH_ROOT, else the copies of real upstream files beside this repo.
 REAL_TREE = Path(os.environ.get("TORCH_ROOT") or ROOT.parent / "shared" / "data" / "upstream-tests")
 REAL_SLICE = "float32"

@@ -75,8 +75,14 @@ def _write(text: str, output: Path | None) -> None:
 
 
 def _plan(args: argparse.Namespace) -> None:
-    table = _table(load_store(args.durations), args.job, args.config, args.durations)
     nodeids = _nodeids(args.tests) if args.tests else None
+    store = load_store(args.durations) if nodeids is None or args.durations.exists() else {}
+    if nodeids is not None and args.config not in store.get(args.job, {}):
+        # the first run of a new job: every collected test is estimated (and flagged so in the plan)
+        print(f"note: no durations for {args.job}.{args.config} yet: every test is estimated", file=sys.stderr)
+        table: Table = {}
+    else:
+        table = _table(store, args.job, args.config, args.durations)
     tree = build_tree(timed_paths(table, nodeids, args.default_seconds), args.group)
     if args.shards is not None:
         plan = plan_count(tree, args.shards, args.setup, args.slack)
@@ -122,7 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m testreuse.shards", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="plan shards (a count or a cap) and print the plan JSON")
-    plan.add_argument("--durations", type=Path, required=True, help="durations store (PyTorch test-times shape)")
+    plan.add_argument(
+        "--durations", type=Path, required=True,
+        help="durations store (PyTorch test-times shape); with --tests it may be missing or lack the job",
+    )  # fmt: skip
     plan.add_argument("--job", default="default", help="top-level job key (default: default)")
     plan.add_argument("--config", default="default", help="test config key (default: default)")
     plan.add_argument("--tests", type=Path, help="collected node ids, one a line (default: every timed unit)")

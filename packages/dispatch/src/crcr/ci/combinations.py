@@ -1,0 +1,69 @@
+"""The candidates of a CI run and the combinations they form: the primary one (the latest of all three), the
+backend-version matrix (older backend refs x latest core x latest suite) and the core-version matrix (latest
+backend x each core). Names are stable across runs, so the history can find a combination's last green run."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from crcr.ci import cores, worktrees
+from crcr.ci.ciconfig import CIConfig
+from crcr.ci.model import Candidate, Combination
+
+#: Where the embedded upstream-style tree lives in a backend checkout.
+EMBEDDED_TREE = Path("packages/testreuse/src/testreuse/upstream")
+
+
+def backend(repo: Path, ref: str) -> Candidate:
+    sha = worktrees.resolve_ref(repo, ref)
+    return Candidate("backend", ref if ref != sha else sha[:12], sha[:12], sha)
+
+
+def core(version: str, cache: Path) -> Candidate:
+    wheel = cores.torch_wheel(version, cache)
+    return Candidate("core", version, cores.wheel_version(wheel), cores.wheel_sha256(wheel))
+
+
+def suite(root: str, repo: Path, backend_sha: str) -> Candidate:
+    """`embedded`: the tree in the latest backend's checkout (it moves only when its files change); else a PyTorch
+    checkout's root, identified by its git commit when it is one, else by its content."""
+    if root == "embedded":
+        tree = repo / EMBEDDED_TREE
+        return Candidate("suite", "embedded", backend_sha, tree_digest(tree / "test"))
+    path = Path(root).expanduser().resolve()
+    head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    if head.returncode == 0:
+        sha = head.stdout.strip()
+        return Candidate("suite", str(path), sha[:12], sha)
+    return Candidate("suite", str(path), "tree", tree_digest(path / "test"))
+
+
+def tree_digest(folder: Path) -> str:
+    """Content digest of a test tree's Python files (names and bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.py")):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def plan(config: CIConfig, repo: Path, cache: Path, head: str = "HEAD") -> list[Combination]:
+    """Every combination of the run, the primary first; a combination appears once even if two matrices hold it."""
+    latest_backend = backend(repo, head)
+    latest_backend = Candidate("backend", "HEAD", latest_backend.version, latest_backend.sha)
+    core_candidates = [core(v, cache) for v in config.cores]
+    latest_core = core_candidates[-1]
+    latest_suite = suite(config.suite, repo, latest_backend.sha)
+    found = [Combination("primary", "primary", latest_backend, latest_core, latest_suite)]
+    if "backend" in config.matrices:
+        for ref in config.backend_refs:
+            old = backend(repo, ref)
+            found.append(Combination(f"backend@{old.name}", "backend", old, latest_core, latest_suite))
+    if "core" in config.matrices:
+        for candidate in core_candidates[:-1]:
+            found.append(Combination(f"core@{candidate.name}", "core", latest_backend, candidate, latest_suite))
+    unique: dict[tuple[str, str, str], Combination] = {}
+    for combination in found:
+        unique.setdefault(tuple(c.sha for c in combination.candidates()), combination)
+    return list(unique.values())

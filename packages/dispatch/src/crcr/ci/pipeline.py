@@ -1,0 +1,279 @@
+"""The downstream CI job: every combination built once, its suite sharded and run on the device, failures
+retried, classified and attributed, the run recorded, reported and kept in the history.
+
+No device is named here: the device profile says which packages, backend module and config folders to use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import platform
+import secrets
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from crcr.ci import attribution, build, combinations, compat, cores, envs, history, report, runner, worktrees
+from crcr.ci.ciconfig import CIConfig, DeviceProfile
+from crcr.ci.classify import classify, moved_since, verdict
+from crcr.ci.model import (
+    Artifact,
+    Combination,
+    CombinationResult,
+    RunRecord,
+    TestOutcome,
+    to_json,
+)
+
+
+class Progress(Protocol):
+    def phase(self, combination: str, text: str) -> None: ...
+    def tests(self, combination: str, done: int, total: int) -> None: ...
+
+
+class QuietProgress:
+    def phase(self, combination: str, text: str) -> None:
+        pass
+
+    def tests(self, combination: str, done: int, total: int) -> None:
+        pass
+
+
+@dataclass
+class Context:
+    repo: Path  # the backend repository (its HEAD is the latest backend; its configs are the CI's)
+    cache: Path  # worktrees, wheelhouses, builds, environments, history, durations, runs
+    config: CIConfig
+    profile: DeviceProfile
+    progress: Progress = field(default_factory=QuietProgress)
+    shard_env: Mapping[int, Mapping[str, str]] | None = None  # extra environment for one shard (fault tests)
+    only: tuple[str, ...] = ()  # combination names to run (default: all)
+
+    @property
+    def history(self) -> Path:
+        return self.cache / "history.sqlite"
+
+    @property
+    def durations(self) -> Path:
+        return self.cache / "durations.json"
+
+
+def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
+    """The whole job; returns the record and the run directory (record.json, summary.json, report.html)."""
+    started = datetime.datetime.now(datetime.UTC)
+    run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    run_dir = ctx.cache / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    planned = combinations.plan(ctx.config, ctx.repo, ctx.cache)
+    if ctx.only:
+        planned = [c for c in planned if c.name in ctx.only]
+    record = RunRecord(run_id, started.isoformat(timespec="seconds"), dict(trigger), environment(), ctx.profile.name)
+    for combination in planned:
+        record.combinations.append(run_combination(ctx, combination, run_dir / _safe(combination.name)))
+    _upstream_from_core_matrix(record.combinations)
+    for result in record.combinations:
+        if result.combination.matrix == "primary":
+            _attribute_failures(ctx, result, run_dir / "attribution")
+    previous = history.previous_green_outcomes(ctx.history, [r.combination.name for r in record.combinations])
+    for result in record.combinations:
+        result.regressions, result.fixes = report.regressions_and_fixes(result, previous.get(result.combination.name))
+    record.verdict = _verdict(record.combinations)
+    record.finished = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    record.artifacts = _artifacts(run_dir, record.combinations)
+    (run_dir / "record.json").write_text(json.dumps(to_json(record), indent=1, sort_keys=True) + "\n")
+    history.record_run(ctx.history, record, run_dir)
+    report.write_report(record, run_dir, previous)
+    return record, run_dir
+
+
+def environment() -> dict[str, object]:
+    """Where the job ran: enough to tell two runs' machines apart."""
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "os": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def run_combination(ctx: Context, combination: Combination, workdir: Path) -> CombinationResult:
+    """One job of the matrix. An incompatible core or a failed build is this combination's result, not an error."""
+    name = combination.name
+    workdir.mkdir(parents=True, exist_ok=True)
+    ctx.progress.phase(name, "checking out")
+    checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
+    fits, declared = compat.admits(checkout, combination.core.version)
+    if not fits:
+        reason = f"the backend declares torch {declared}; this core is {combination.core.version}"
+        return CombinationResult(combination, "incompatible", reason=reason)
+    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
+    ctx.progress.phase(name, "building")
+    built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
+    if not built.ok:
+        moved = _build_failure_mover(ctx, checkout, combination)
+        return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved)
+    ctx.progress.phase(name, "preparing the environment")
+    suite = suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+    ctx.progress.phase(name, "collecting")
+    try:
+        collected = runner.collect(suite, workdir)
+        plan = runner.plan_shards(suite, collected.selected, ctx.durations, name, ctx.config.shards, workdir)
+    except runner.RunnerError as exc:
+        return CombinationResult(combination, "error", built, reason=str(exc))
+    ctx.progress.phase(name, f"running {len(collected.selected)} tests in {len(plan['shards'])} shards")
+    shards, tests = runner.run_suite(
+        suite, collected, plan, limits(ctx.config), workdir,
+        progress=lambda _what, done, total: ctx.progress.tests(name, done, total), shard_env=ctx.shard_env,
+    )  # fmt: skip
+    results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
+    runner.merge_durations(suite, ctx.durations, name, results, workdir)
+    last = history.last_green(ctx.history, name)
+    moved = moved_since(combination, last[1] if last else None)
+    for test in tests:
+        if test.failing or test.flaky:
+            test.classification = classify(test, moved, _log_excerpt(workdir, test))
+    status = "failed" if any(t.failing for t in tests) else "passed"
+    seconds = sum(s.seconds for s in shards)
+    result = CombinationResult(combination, status, built, shards=shards, tests=tests, seconds=round(seconds, 3))
+    (workdir / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+    return result
+
+
+def limits(config: CIConfig) -> runner.Limits:
+    return runner.Limits(
+        shards=config.shards, parallel=config.parallel_shards, workers=config.workers_per_shard,
+        retries=config.retries, test_timeout=config.test_timeout, shard_timeout=config.shard_timeout,
+    )  # fmt: skip
+
+
+def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Suite:
+    """How the plugin runs this combination's suite on the profile's device, in the environment of `python`."""
+    suite = combination.suite
+    if suite.name == "embedded":
+        root = worktrees.checkout(ctx.repo, suite.version, ctx.cache) / combinations.EMBEDDED_TREE
+        configs = ctx.repo / ctx.profile.configs.get("embedded", "")
+    else:
+        root = Path(suite.name)
+        if suite.version != "tree" and _git_head(root) != suite.sha:
+            root = worktrees.checkout(root, suite.sha, ctx.cache)
+        configs = ctx.repo / ctx.profile.configs.get("upstream", "")
+    paths = [str(ctx.repo / p) for p in ctx.profile.pythonpath]
+    env = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
+    return runner.Suite(python, configs, root, ctx.profile.device, ctx.profile.backend, env)
+
+
+def _git_head(root: Path) -> str:
+    head = root / ".git"
+    if not head.exists():
+        return ""
+    return worktrees.resolve_ref(root, "HEAD")
+
+
+def _build_failure_mover(ctx: Context, checkout: Path, combination: Combination) -> str:
+    """Who broke the build: the same backend built against the oldest configured core tells. If that builds, the
+    core moved; if it fails too, the backend did."""
+    oldest = ctx.config.cores[0]
+    if oldest == combination.core.name or not compat.admits(checkout, oldest)[0]:
+        return "backend"
+    probe = build.build_backend(checkout, cores.torch_wheel(oldest, ctx.cache), ctx.cache, lambda _line: None)
+    return "core" if probe.ok else "backend"
+
+
+def _attribute_failures(ctx: Context, result: CombinationResult, workdir: Path) -> None:
+    """When more than one candidate moved since the last green run, rerun the failures with each moved candidate
+    pinned back, and record which candidate each failure follows."""
+    failing = [t.nodeid for t in result.tests if t.failing]
+    last = history.last_green(ctx.history, result.combination.name)
+    if not failing or last is None:
+        return
+    probes = attribution.plan_attribution(result.combination, last[1], failing)
+    passing: dict[str, set[str]] = {}
+    pinned: dict[str, str] = {}
+    for probe in probes:
+        ctx.progress.phase(result.combination.name, f"attributing: {probe.name}")
+        pinned[probe.name] = attribution.pinned_kind(probe)
+        passing[probe.name] = _probe_passing(ctx, probe, failing, workdir / _safe(probe.name))
+    if not probes:
+        return
+    follows = attribution.attribute(failing, passing, pinned)
+    moved = moved_since(result.combination, last[1])
+    for test in result.tests:
+        if test.nodeid in follows:
+            test.follows = follows[test.nodeid]
+            test.classification = classify(test, moved, "")
+
+
+def _probe_passing(ctx: Context, probe: Combination, nodeids: list[str], workdir: Path) -> set[str]:
+    """The given tests that pass in the probe combination (built and set up like any other)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    checkout = worktrees.checkout(ctx.repo, probe.backend.sha, ctx.cache)
+    wheel = cores.torch_wheel(probe.core.name, ctx.cache)
+    built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
+    if not built.ok:
+        return set()
+    suite = suite_for(ctx, probe, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+    run = runner.run_shard(suite, 1, nodeids, nodeids, limits(ctx.config), workdir)
+    return {n for n, r in run.records.items() if r.get("outcome") in ("passed", "xfailed", "skipped")}
+
+
+def _upstream_from_core_matrix(results: list[CombinationResult]) -> None:
+    """A failure on the newer torch and not the older, with the same backend and suite, is upstream's."""
+    upstream = attribution.core_matrix_upstream(results)
+    for result in results:
+        for test in result.tests:
+            if test.nodeid in upstream and test.failing and result.combination.matrix == "primary":
+                test.follows = "core"
+                test.classification = dataclasses.replace(
+                    test.classification or classify(test, {"core"}, ""),
+                    klass="upstream",
+                    reason="it fails with the newer torch and passes with the older one, same backend and suite",
+                )
+
+
+def _verdict(results: list[CombinationResult]) -> str:
+    bad = [r for r in results if r.status not in ("passed", "incompatible")]
+    if not bad:
+        return "green"
+    classes = [t.classification for r in results for t in r.tests if t.failing and t.classification]
+    worst = verdict(classes) if classes else ""
+    names = ", ".join(f"{r.combination.name} {r.status}" for r in bad)
+    return f"red: {names}" + (f" (worst failure class: {worst})" if worst else "")
+
+
+def _artifacts(run_dir: Path, results: list[CombinationResult]) -> list[Artifact]:
+    found = []
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".xml")):
+        found.append(Artifact(path.relative_to(run_dir).as_posix(), _sha256(path)))
+    for result in results:
+        if result.build is not None:
+            for wheel, digest in sorted(result.build.wheel_sha256.items()):
+                found.append(Artifact(Path(result.build.wheels.get(wheel, wheel)).name, digest))
+    return found
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _log_excerpt(workdir: Path, test: TestOutcome) -> str:
+    log = workdir / f"shard-{test.shard}" / "pytest.log"
+    if not log.exists():
+        return ""
+    text = log.read_text(encoding="utf-8", errors="replace")
+    at = text.find(test.nodeid.rsplit("::", 1)[-1])
+    return text[max(0, at - 200) : at + 600] if at >= 0 else text[-runner.LOG_TAIL :]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)

@@ -1,0 +1,41 @@
+"""Progress while the job runs: one line per combination with its phase and tests done / total (rich), or plain
+lines where the output is not a terminal (CI logs)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+
+class RichProgress:
+    """A live table of combinations; `close()` stops it."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(file=sys.stderr)
+        self.live = self.console.is_terminal
+        self.bars = Progress(
+            TextColumn("{task.fields[combination]:<24}"), TextColumn("{task.description:<40}"), BarColumn(),
+            MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, disable=not self.live,
+        )  # fmt: skip
+        self.tasks: dict[str, TaskID] = {}
+        self.bars.start()
+
+    def _task(self, combination: str) -> TaskID:
+        if combination not in self.tasks:
+            self.tasks[combination] = self.bars.add_task("", total=None, combination=combination)
+        return self.tasks[combination]
+
+    def phase(self, combination: str, text: str) -> None:
+        self.bars.update(self._task(combination), description=text)
+        if not self.live:
+            self.console.print(f"[{combination}] {text}", highlight=False)
+
+    def tests(self, combination: str, done: int, total: int) -> None:
+        self.bars.update(self._task(combination), completed=done, total=total)
+        if not self.live:
+            self.console.print(f"[{combination}] tests {done}/{total}", highlight=False)
+
+    def close(self) -> None:
+        self.bars.stop()

@@ -1,0 +1,301 @@
+"""Run one combination's upstream tests through testreuse: collect, plan shards, run them in parallel processes,
+rerun a shard that died, retry failed tests alone, and account for every selected test.
+
+Everything runs in the combination's own environment (its Python), through the public command lines of pytest,
+the testreuse plugin and `python -m testreuse.shards`; nothing of theirs is imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crcr.ci.model import FAILING, ShardResult, TestOutcome
+
+#: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
+FINISHED = (0, 1, 5)
+LOG_TAIL = 4000
+
+
+class RunnerError(Exception):
+    """A step that cannot go on (collection or planning failed): one line saying which and why."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What the plugin needs to run a suite on one device."""
+
+    python: Path  # the combination environment's interpreter
+    configs: Path  # the testreuse config folder
+    torch_root: Path | None  # None: the embedded tree
+    device: str
+    backend: str = ""  # --testreuse-backend MODULE[:FUNC]; "" when the device autoloads
+    env: Mapping[str, str] = field(default_factory=dict)  # e.g. PYTHONPATH for a backend module
+
+    def plugin_args(self) -> list[str]:
+        args = ["--testreuse-config", str(self.configs), "--testreuse-device", self.device]
+        args += ["--torch-root", str(self.torch_root)] if self.torch_root is not None else []
+        return args + (["--testreuse-backend", self.backend] if self.backend else [])
+
+
+@dataclass(frozen=True)
+class Limits:
+    shards: int = 2
+    parallel: int = 2  # shards run at once
+    workers: int = 1  # pytest-xdist workers inside a shard (1: none)
+    retries: int = 1  # reruns of a failed test, alone, in a fresh process
+    test_timeout: float = 300.0
+    shard_timeout: float = 3600.0
+
+
+@dataclass
+class Collected:
+    """Every case the configs select on this device, with its mode, in collection order."""
+
+    modes: dict[str, str]  # nodeid -> mode, skip included
+    records: list[dict[str, Any]]
+
+    @property
+    def selected(self) -> list[str]:
+        return [n for n, mode in self.modes.items() if mode != "skip"]
+
+
+def _environ(suite: Suite, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    return {**env, **suite.env, **(extra or {}), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _pytest(suite: Suite, *args: str) -> list[str]:
+    return [str(suite.python), "-m", "pytest", "-p", "no:cacheprovider", "-q", *suite.plugin_args(), *args]
+
+
+def collect(suite: Suite, workdir: Path) -> Collected:
+    """A collect-only run with the plugin: the cases and their modes, exactly as the shards will see them."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan = workdir / "collected.jsonl"
+    plan.unlink(missing_ok=True)
+    done = _run(_pytest(suite, "--collect-only", "--testreuse-plan", str(plan)), workdir, _environ(suite), None)
+    if done.returncode not in FINISHED or not plan.exists():
+        raise RunnerError(f"collection failed (exit {done.returncode}): {_last_line(done.output)}")
+    records = read_records(plan)
+    return Collected({r["nodeid"]: r["mode"] for r in records}, records)
+
+
+def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str, shards: int, workdir: Path) -> dict:
+    """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated)."""
+    tests = workdir / "selected.txt"
+    tests.write_text("".join(f"{n}\n" for n in selected), encoding="utf-8")
+    output = workdir / "plan.json"
+    argv = [str(suite.python), "-m", "testreuse.shards", "plan", "--durations", str(durations), "--job", "ci",
+            "--config", key, "--tests", str(tests), "--shards", str(shards), "--setup", "0",
+            "--output", str(output)]  # fmt: skip
+    done = _run(argv, workdir, _environ(suite), None)
+    if done.returncode != 0:
+        raise RunnerError(f"shard planning failed: {_last_line(done.output)}")
+    return json.loads(output.read_text(encoding="utf-8"))
+
+
+def merge_durations(suite: Suite, durations: Path, key: str, results: Sequence[Path], workdir: Path) -> None:
+    """Fold this run's per-test times into the durations store the next plan reads."""
+    present = [str(p) for p in results if p.exists() and p.stat().st_size]
+    if not present:
+        return
+    argv = [str(suite.python), "-m", "testreuse.shards", "merge", "--store", str(durations), "--job", "ci",
+            "--config", key, *present]  # fmt: skip
+    done = _run(argv, workdir, _environ(suite), None)
+    if done.returncode != 0:
+        raise RunnerError(f"durations merge failed: {_last_line(done.output)}")
+
+
+def in_unit(nodeid: str, unit: str) -> bool:
+    """A plan unit is a file, a class or a test: the node id is it or below it."""
+    return nodeid == unit or nodeid.startswith(f"{unit}::")
+
+
+@dataclass
+class ShardRun:
+    """What one shard did: its result line and the last record of every test it reported."""
+
+    result: ShardResult
+    records: dict[str, dict[str, Any]]
+    log: Path
+
+
+def run_shard(
+    suite: Suite,
+    index: int,
+    units: Sequence[str],
+    tests: Sequence[str],
+    limits: Limits,
+    workdir: Path,
+    planned_seconds: float = 0.0,
+    extra_env: Mapping[str, str] | None = None,
+) -> ShardRun:
+    """Run one shard; if the process dies before every test reported, rerun only the tests still missing, once."""
+    shard_dir = workdir / f"shard-{index}"
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    results, log = shard_dir / "results.jsonl", shard_dir / "pytest.log"
+    started = time.monotonic()
+    done = _shard_pass(suite, list(units), limits, shard_dir, "run", extra_env)
+    records = _last_by_nodeid(results)
+    missing = [t for t in tests if t not in records]
+    reran = False
+    if missing and done.returncode not in FINISHED:
+        reran = True
+        done = _shard_pass(suite, missing, limits, shard_dir, "rerun", extra_env)
+        records = _last_by_nodeid(results)
+    seconds = time.monotonic() - started
+    result = ShardResult(index, planned_seconds, round(seconds, 3), done.returncode, reran, len(tests))
+    return ShardRun(result, records, log)
+
+
+def _shard_pass(
+    suite: Suite, ids: list[str], limits: Limits, shard_dir: Path, label: str, extra_env: Mapping[str, str] | None
+) -> Completed:
+    args = [*ids, "--testreuse-results", str(shard_dir / "results.jsonl"),
+            "--junitxml", str(shard_dir / f"junit-{label}.xml"),
+            "--testreuse-timeout", str(limits.test_timeout)]  # fmt: skip
+    if limits.workers > 1:
+        args += ["-n", str(limits.workers)]
+    done = _run(_pytest(suite, *args), shard_dir, _environ(suite, extra_env), limits.shard_timeout)
+    with (shard_dir / "pytest.log").open("a", encoding="utf-8") as log:
+        log.write(f"==== {label}: exit {done.returncode}{' (killed: shard timeout)' if done.timed_out else ''}\n")
+        log.write(done.output)
+    return done
+
+
+def retry(suite: Suite, nodeid: str, limits: Limits, workdir: Path, attempt: int) -> dict[str, Any] | None:
+    """One failed test, alone, in a fresh process; its record, or None if it reported nothing."""
+    retry_dir = workdir / "retries" / f"{_safe(nodeid)}-{attempt}"
+    retry_dir.mkdir(parents=True, exist_ok=True)
+    results = retry_dir / "results.jsonl"
+    args = [nodeid, "--testreuse-results", str(results), "--testreuse-timeout", str(limits.test_timeout)]
+    done = _run(_pytest(suite, *args), retry_dir, _environ(suite), limits.test_timeout * 2 + 60)
+    (retry_dir / "pytest.log").write_text(done.output, encoding="utf-8")
+    return _last_by_nodeid(results).get(nodeid)
+
+
+def run_suite(
+    suite: Suite,
+    collected: Collected,
+    plan: dict,
+    limits: Limits,
+    workdir: Path,
+    progress: Callable[[str, int, int], None] = lambda *_: None,
+    shard_env: Mapping[int, Mapping[str, str]] | None = None,
+) -> tuple[list[ShardResult], list[TestOutcome]]:
+    """Every shard of the plan, in parallel; then retries; every selected test ends with an outcome."""
+    selected = collected.selected
+    shards = plan["shards"]
+    owners: dict[str, int] = {}
+    for shard in shards:
+        for unit in (u["id"] for u in shard["units"]):
+            for nodeid in selected:
+                if nodeid not in owners and in_unit(nodeid, unit):
+                    owners[nodeid] = shard["shard"]
+    done_tests = 0
+
+    def one(shard: dict) -> ShardRun:
+        nonlocal done_tests
+        index = shard["shard"]
+        tests = [n for n in selected if owners.get(n) == index]
+        units = [u["id"] for u in shard["units"]]
+        env = (shard_env or {}).get(index)
+        run = run_shard(suite, index, units, tests, limits, workdir, shard["predicted_seconds"], env)
+        done_tests += len(tests)
+        progress(f"shard {index} done", done_tests, len(selected))
+        return run
+
+    with ThreadPoolExecutor(max_workers=max(1, limits.parallel)) as pool:
+        runs = list(pool.map(one, shards))
+    records = {n: r for run in runs for n, r in run.records.items()}
+    outcomes = []
+    for nodeid in selected:
+        record = records.get(nodeid)
+        outcome = outcome_of(record)
+        test = TestOutcome(nodeid, outcome, collected.modes[nodeid], _duration(record), owners.get(nodeid, 0))
+        test.attempts.append(outcome)
+        test.failure = dict(record.get("failure") or {}) if record else {}
+        if record and "signal" in record:
+            test.failure.setdefault("signal", record["signal"])
+        outcomes.append(test)
+    failing = [t for t in outcomes if t.outcome in FAILING]
+    for number, test in enumerate(failing, 1):
+        progress(f"retrying {test.nodeid}", number, len(failing))
+        for attempt in range(1, limits.retries + 1):
+            again = outcome_of(retry(suite, test.nodeid, limits, workdir, attempt))
+            test.attempts.append(again)
+            if again not in FAILING:
+                test.outcome = again
+                break
+    return [run.result for run in runs], outcomes
+
+
+def outcome_of(record: dict[str, Any] | None) -> str:
+    """A record's outcome; `not_run` for a test that reported nothing."""
+    if record is None:
+        return "not_run"
+    outcome = str(record.get("outcome", ""))
+    return outcome if outcome else "error"
+
+
+def _duration(record: dict[str, Any] | None) -> float:
+    return float(record.get("duration", 0.0)) if record else 0.0
+
+
+def _safe(nodeid: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in nodeid)[-120:]
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A testreuse JSON-lines file; a torn last line (its writer was killed mid-write) is dropped."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "nodeid" in record:
+            records.append(record)
+    return records
+
+
+def _last_by_nodeid(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["nodeid"]: r for r in read_records(path) if r.get("outcome") != "deselected"}
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int
+    output: str
+    timed_out: bool = False
+
+
+def _run(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float | None) -> Completed:
+    """A child in its own process group, killed with everything it started when the timeout passes."""
+    with subprocess.Popen(
+        argv, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        errors="replace", start_new_session=True,
+    ) as child:  # fmt: skip
+        try:
+            output, _ = child.communicate(timeout=timeout)
+            return Completed(child.returncode, output)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            output, _ = child.communicate()
+            return Completed(-int(signal.SIGKILL), output, timed_out=True)
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
