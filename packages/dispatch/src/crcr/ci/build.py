@@ -1,0 +1,246 @@
+"""Backend builds: every workspace member of one worktree built into wheels once per (backend sha, torch wheel).
+
+A native member links against libtorch, so its wheel is only valid for the torch it was compiled against: the
+output folder `cache/builds/<backend sha12>-<torch sha256[:12]>/` is keyed by both, and its `manifest.json` records
+each wheel's sha256 and the torch wheel's version and sha256. Members build without isolation in a build venv per
+torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A failed build is a result
+(`ok=False` with the compiler's first error line), never an exception, and leaves no wheels behind. A compile
+failure is remembered too (the same sources against the same torch fail the same way); any other failure is not.
+uv runs with `--no-config`: a worktree's `[tool.uv]` settings (its find-links folder, say) are for its developers.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .cores import wheel_sha256, wheel_version
+from .envs import EnvError, find_uv, install, locked, python_of, venv
+from .model import BuildResult
+
+MANIFEST = "manifest.json"
+BUILDENV_KEY = ".tributary-buildenv.json"
+ALWAYS = ("setuptools", "wheel", "ninja", "uv_build")
+_COMPILER_ERROR = re.compile(r":\d+(:\d+)?: (fatal )?error:|#error")
+_ANY_ERROR = re.compile(r"\berror\b[:\s]", re.IGNORECASE)
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+class BuildError(Exception):
+    """Bad input to a build (no worktree, no torch wheel, not a workspace); the message is one line.
+
+    A build that runs and fails is not an error: it is `BuildResult(ok=False)`.
+    """
+
+
+@dataclass(frozen=True)
+class Member:
+    directory: Path
+    distribution: str
+    build_requires: tuple[str, ...]
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise BuildError(f"cannot read {path}: {exc}") from exc
+
+
+def members(worktree: Path) -> list[Member]:
+    """The worktree's own workspace members, in its pyproject's order (globs expanded, `exclude` honoured)."""
+    workspace = _toml(worktree / "pyproject.toml").get("tool", {}).get("uv", {}).get("workspace", {})
+    if not workspace.get("members"):
+        raise BuildError(f"{worktree / 'pyproject.toml'} lists no [tool.uv.workspace] members")
+    excluded = {
+        Path(p).resolve() for pattern in workspace.get("exclude", []) for p in glob.glob(str(worktree / pattern))
+    }
+    found: list[Member] = []
+    for pattern in workspace["members"]:
+        for directory in sorted(Path(p) for p in glob.glob(str(worktree / pattern))):
+            if directory.resolve() in excluded or not (directory / "pyproject.toml").is_file():
+                continue
+            config = _toml(directory / "pyproject.toml")
+            name = config.get("project", {}).get("name")
+            if not name:
+                raise BuildError(f"{directory / 'pyproject.toml'} has no [project] name")
+            requires = config.get("build-system", {}).get("requires", ["setuptools"])
+            found.append(Member(directory, name, tuple(requires)))
+    if not found:
+        raise BuildError(f"no workspace member of {worktree} has a pyproject.toml")
+    return found
+
+
+def first_error(log: str) -> str:
+    """The compiler's first error line (`file:line:col: error: ...`, `#error ...`), else the first line that says
+    error, else the last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for pattern in (_COMPILER_ERROR, _ANY_ERROR):
+        for line in lines:
+            if pattern.search(line):
+                return line
+    return lines[-1] if lines else "the build failed with no output"
+
+
+def _git_sha(worktree: Path) -> str:
+    result = subprocess.run(["git", "-C", str(worktree), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BuildError(f"{worktree} is not a git checkout (a backend is built from a worktree of its sha)")
+    return result.stdout.strip()
+
+
+def _cached(out: Path, torch_sha: str) -> BuildResult | None:
+    """The recorded result, if it is for this torch and every wheel it names still has its recorded hash."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    if manifest.get("torch", {}).get("sha256") != torch_sha:
+        return None
+    log = str(out / "build.log")
+    if not manifest.get("ok"):
+        if not manifest.get("compile_error"):
+            return None  # a failure that was not the compiler's may not recur: build again
+        return BuildResult(ok=False, first_error=manifest.get("first_error", ""), log=log, cached=True)
+    wheels, hashes = {}, {}
+    for dist, entry in manifest.get("wheels", {}).items():
+        path = out / entry["file"]
+        if not path.is_file() or _file_sha256(path) != entry["sha256"]:
+            return None
+        wheels[dist], hashes[dist] = str(path), entry["sha256"]
+    return BuildResult(ok=True, wheels=wheels, wheel_sha256=hashes, log=log, cached=True)
+
+
+def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) -> Path:
+    """The build venv for this torch wheel (`cache/buildenvs/<torch sha12>`), holding torch and the members' build
+    requirements (torch's own pin dropped: the wheel given is the torch to build against); returns its python."""
+    torch_sha = wheel_sha256(torch_wheel)
+    path = cache / "buildenvs" / torch_sha[:12]
+    wanted = sorted({*ALWAYS, *(r for r in requires if _normalize(_NAME.match(r).group(1)) != "torch")})
+    record = {"torch": torch_sha, "requires": wanted}
+    with locked(cache / "buildenvs" / f".{torch_sha[:12]}.lock"):
+        python = python_of(path)
+        try:
+            current = json.loads((path / BUILDENV_KEY).read_text())
+        except (OSError, ValueError):
+            current = {}
+        if current == record and python.exists():
+            return python
+        if current.get("torch") != torch_sha or not python.exists():
+            if path.exists():
+                shutil.rmtree(path)  # ours: an interrupted set-up
+            python = venv(path, log)
+        install(python, [str(torch_wheel), *wanted], [torch_wheel.parent], log)
+        (path / BUILDENV_KEY).write_text(json.dumps(record, indent=1) + "\n")
+    return python
+
+
+def _write_manifest(out: Path, data: dict) -> None:
+    scratch = out / f".{MANIFEST}.tmp"
+    scratch.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    scratch.replace(out / MANIFEST)
+
+
+def build_backend(
+    worktree: Path, torch_wheel: Path, cache: Path, log: Callable[[str], None] = lambda _: None, force: bool = False
+) -> BuildResult:
+    """Build every workspace member of `worktree` against `torch_wheel`, once; later calls return the recorded
+    result (`cached=True`) after checking the wheels' hashes. `log` gets one line per step; the tools' output goes
+    to `build.log` in the output folder."""
+    if not worktree.is_dir():
+        raise BuildError(f"worktree not found: {worktree}")
+    if not torch_wheel.is_file():
+        raise BuildError(f"torch wheel not found: {torch_wheel}")
+    wanted = members(worktree)
+    sha = _git_sha(worktree)
+    torch_sha = wheel_sha256(torch_wheel)
+    out = cache / "builds" / f"{sha[:12]}-{torch_sha[:12]}"
+    with locked(cache / "builds" / f".{out.name}.lock"):
+        if not force and (found := _cached(out, torch_sha)) is not None:
+            log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
+            return found
+        if out.exists():
+            shutil.rmtree(out)  # ours: a stale or forced build
+        out.mkdir(parents=True)
+        logfile = out / "build.log"
+        scratch = out / ".scratch"
+        scratch.mkdir()
+        started = time.monotonic()
+        manifest = {
+            "backend_sha": sha,
+            "torch": {"version": wheel_version(torch_wheel), "sha256": torch_sha, "wheel": torch_wheel.name},
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        log(f"build {out.name}: build venv for torch {wheel_version(torch_wheel)}")
+        try:
+            python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile)
+        except EnvError as exc:
+            shutil.rmtree(scratch)
+            log(f"build {out.name}: set-up failed: {exc}")
+            return BuildResult(ok=False, first_error=str(exc), log=str(logfile))  # not recorded: may be transient
+        environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "CONDA_PREFIX")}
+        environ["PATH"] = f"{python.parent}{os.pathsep}{environ.get('PATH', '')}"  # ninja for torch's cpp_extension
+        environ["VIRTUAL_ENV"] = str(python.parent.parent)
+        wheels: dict[str, dict[str, str]] = {}
+        for member in wanted:
+            begun = time.monotonic()
+            log(f"build {out.name}: {member.distribution}")
+            command = [find_uv(), "build", "--no-config", "--wheel", "--no-build-isolation", "--python", str(python)]
+            command += ["--out-dir", str(scratch), str(member.directory)]
+            before = set(scratch.glob("*.whl"))
+            with logfile.open("a") as handle:
+                handle.write(f"\n=== {member.distribution} ({member.directory.relative_to(worktree)})\n")
+                handle.write("$ " + " ".join(command) + "\n")
+                handle.flush()
+                result = subprocess.run(command, cwd=worktree, stdout=handle, stderr=subprocess.STDOUT, env=environ)
+                handle.write(
+                    f"=== {member.distribution}: exit {result.returncode} in {time.monotonic() - begun:.1f}s\n"
+                )
+            new = sorted(set(scratch.glob("*.whl")) - before)
+            if result.returncode != 0 or len(new) != 1:
+                text = logfile.read_text(errors="replace")
+                section = text[text.rfind(f"\n=== {member.distribution} (") :]
+                error = first_error(section) if result.returncode != 0 else f"{member.distribution}: no single wheel"
+                shutil.rmtree(scratch)  # no half-built wheels
+                manifest.update(ok=False, failed=member.distribution, first_error=error, wheels={})
+                manifest["compile_error"] = bool(_COMPILER_ERROR.search(error))
+                manifest["seconds"] = round(time.monotonic() - started, 1)
+                _write_manifest(out, manifest)
+                log(f"build {out.name}: {member.distribution} failed: {error}")
+                return BuildResult(ok=False, first_error=error, log=str(logfile))
+            wheels[member.distribution] = {"file": new[0].name, "sha256": _file_sha256(new[0])}
+        for entry in wheels.values():
+            (scratch / entry["file"]).replace(out / entry["file"])
+        shutil.rmtree(scratch)
+        manifest.update(ok=True, wheels=wheels, seconds=round(time.monotonic() - started, 1))
+        _write_manifest(out, manifest)
+        log(f"build {out.name}: ok in {manifest['seconds']}s")
+    return BuildResult(
+        ok=True,
+        wheels={dist: str(out / entry["file"]) for dist, entry in wheels.items()},
+        wheel_sha256={dist: entry["sha256"] for dist, entry in wheels.items()},
+        log=str(logfile),
+    )

@@ -1,0 +1,172 @@
+"""Test environments: one uv venv per (backend wheels, torch wheel, extras), made once and reused by its key.
+
+A combination's tests run in a venv holding exactly the recorded artifacts: the torch wheel (its dependencies from
+its find-links folder) and the backend's built wheels, plus their test extras; third-party packages come from the
+registries uv reaches. The venv records its key after a complete install; a venv whose key differs (or that has
+none: an interrupted install) is made again. uv runs with `--no-config` (a `[tool.uv]` table of whatever
+project the caller stands in is not ours); `UV_*` environment variables (an index for users elsewhere) still apply. `venv` and `install` are also what `build` uses for its build venvs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from .model import BuildResult
+
+KEY_FILE = ".tributary-env.json"
+_EXTRA = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]\s*$")
+_PLAIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
+
+
+class EnvError(Exception):
+    """An environment could not be made; the message is one line."""
+
+
+def find_uv() -> str:
+    """The uv binary: `$UV` (uv sets it for its children), then PATH (how nox's uv backend finds it), then beside
+    this interpreter."""
+    for candidate in (os.environ.get("UV", ""), shutil.which("uv") or "", str(Path(sys.executable).parent / "uv")):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise EnvError("uv not found: install it (python -m pip install uv) or put it on PATH")
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def python_of(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _first_error(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.lower().startswith(("error", "×", "x ")):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def _run(command: Sequence[str], log: Path | None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(list(command), capture_output=True, text=True, check=False)
+    if log is not None:
+        with log.open("a") as out:
+            out.write("$ " + " ".join(command) + "\n" + result.stdout + result.stderr)
+    return result
+
+
+def venv(path: Path, log: Path | None = None) -> Path:
+    """A fresh uv venv at `path` for this interpreter's Python; returns its python."""
+    result = _run([find_uv(), "venv", "--no-config", "--quiet", "--python", sys.executable, str(path)], log)
+    if result.returncode != 0:
+        raise EnvError(f"could not create a venv at {path}: {_first_error(result.stderr + result.stdout)}")
+    return python_of(path)
+
+
+def install(
+    python: Path, requirements: Sequence[str], find_links: Sequence[Path] = (), log: Path | None = None
+) -> None:
+    """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries."""
+    command = [find_uv(), "pip", "install", "--no-config", "--python", str(python)]
+    for folder in find_links:
+        command += ["--find-links", str(folder)]
+    result = _run([*command, *requirements], log)
+    if result.returncode != 0:
+        raise EnvError(f"could not install into {python.parent.parent}: {_first_error(result.stderr + result.stdout)}")
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (a lock file) while making what it guards; parallel legs share caches."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
+    """The backend wheels as `dist[extras] @ file://...` requirements, then every other extra as it is.
+
+    An extra naming a built wheel (`tributary-simulator[test]`) adds that wheel's extras; anything else
+    (`pytest-split>=0.10`) is a requirement installed from the registries.
+    """
+    wheels = {_normalize(dist): (dist, Path(path)) for dist, path in build.wheels.items()}
+    chosen: dict[str, set[str]] = {key: set() for key in wheels}
+    also: list[str] = []
+    for item in extras:
+        match = _EXTRA.match(item) or _PLAIN.match(item)
+        name = _normalize(match.group(1)) if match else ""
+        if name in wheels:
+            if match and match.lastindex == 2:
+                chosen[name] |= {e.strip() for e in match.group(2).split(",") if e.strip()}
+        elif item.strip():
+            also.append(item.strip())
+    found = []
+    for key, (dist, path) in sorted(wheels.items()):
+        suffix = f"[{','.join(sorted(chosen[key]))}]" if chosen[key] else ""
+        found.append(f"{dist}{suffix} @ {path.resolve().as_uri()}")
+    return found + also
+
+
+def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]) -> str:
+    """What makes two environments the same: the wheels' bytes, torch's bytes, the extras and the Python."""
+    data = {
+        "wheels": dict(sorted(build.wheel_sha256.items())),
+        "torch": torch_sha256,
+        "extras": sorted(extras),
+        "python": "%d.%d" % sys.version_info[:2],
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache: Path) -> Path:
+    """The python of a venv under `cache/envs/` holding torch, the backend wheels and their test extras.
+
+    Reused when its recorded key matches; made again otherwise. Raises EnvError for a failed build or an install
+    that does not resolve (a backend that pins another torch, say), with uv's first error line.
+    """
+    from .cores import wheel_sha256
+
+    if not build.ok:
+        raise EnvError(f"no environment for a failed build: {build.first_error or 'see ' + build.log}")
+    if not torch_wheel.is_file():
+        raise EnvError(f"torch wheel not found: {torch_wheel}")
+    for dist, path in build.wheels.items():
+        if not Path(path).is_file():
+            raise EnvError(f"wheel of {dist} not found: {path}")
+    key = environment_key(build, wheel_sha256(torch_wheel), extras)
+    root = cache / "envs"
+    path = root / key[:16]
+    record = {"key": key, "torch": torch_wheel.name, "wheels": build.wheel_sha256, "extras": sorted(extras)}
+    with locked(root / f".{key[:16]}.lock"):
+        python = python_of(path)
+        if _recorded_key(path) == key and python.exists():
+            return python
+        if path.exists():
+            shutil.rmtree(path)  # ours: an interrupted or stale install under cache/envs
+        log = root / f"{key[:16]}.log"
+        log.write_text("")
+        python = venv(path, log)
+        install(python, [str(torch_wheel), *requirements(build, extras)], [torch_wheel.parent], log)
+        (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return python
+
+
+def _recorded_key(path: Path) -> str:
+    try:
+        return str(json.loads((path / KEY_FILE).read_text()).get("key", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
