@@ -236,12 +236,12 @@ def render_html(summary: dict[str, Any]) -> str:
     sections = [
         _section_totals(summary),
         _section_matrix(summary),
+        _section_balance(summary),
         _section_regressions(summary),
         _section_attribution(summary),
         _section_flaky(summary),
         _section_classes(summary),
         _section_builds(summary),
-        _section_balance(summary),
         _section_not_run(summary),
     ]
     return _PAGE.substitute(
@@ -304,11 +304,13 @@ def _section_totals(summary: dict[str, Any]) -> str:
     )
 
 
-def _candidate_cell(candidate: dict[str, str]) -> str:
-    return (
-        f'<td><b>{_e(candidate["name"])}</b><br><span class="small">{_e(candidate["version"])}</span>'
-        f'<br><span class="mono small">{_e(candidate["sha"][:12])}</span></td>'
-    )
+def _candidates_cell(candidates: dict[str, dict[str, str]]) -> str:
+    lines = [
+        f'<span class="small">{kind}</span> <b>{_e(c["name"])}</b> <span class="small">{_e(c["version"])}</span> '
+        f'<span class="mono small">{_e(c["sha"][:10])}</span>'
+        for kind, c in ((k, candidates[k]) for k in ("backend", "core", "suite"))
+    ]
+    return "<td>" + "<br>".join(lines) + "</td>"
 
 
 def _section_matrix(summary: dict[str, Any]) -> str:
@@ -317,23 +319,22 @@ def _section_matrix(summary: dict[str, Any]) -> str:
     head = "".join(f"<th>shard {i}</th>" for i in range(1, width + 1))
     rows = []
     for c in combos:
+        status = _e(c["status"])
         cells = [
-            f'<td class="st-{_e(c["status"])}"><b>{_e(c["name"])}</b><br><span class="small">{_e(c["matrix"])}'
-            f"</span></td>",
-            f'<td class="st-{_e(c["status"])}">{_e(c["status"])}</td>',
-            *(_candidate_cell(c["candidates"][k]) for k in ("backend", "core", "suite")),
+            f'<td class="st-{status}"><b>{_e(c["name"])}</b><br><span class="small">{_e(c["matrix"])} matrix</span>'
+            f"<br><b>{status}</b></td>",
+            _candidates_cell(c["candidates"]),
         ]
         by_index = {s["index"]: s for s in c["shards"]}
         if not by_index and width:
-            cells.append(f'<td colspan="{width}" class="st-{_e(c["status"])}">{_e(c["reason"] or "no shards")}</td>')
+            cells.append(f'<td colspan="{width}" class="st-{status}">{_e(c["reason"] or "no shards")}</td>')
         else:
-            for i in range(1, width + 1):
-                cells.append(_shard_cell(by_index.get(i)))
+            cells.extend(_shard_cell(by_index.get(i)) for i in range(1, width + 1))
         cells.append(f'<td class="num">{_counts(c["counts"])}<br>{_secs(c["seconds"])}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (
-        "<h2>Combinations &times; shards</h2><table><tr><th>combination</th><th>status</th><th>backend</th>"
-        f"<th>core</th><th>suite</th>{head}<th>total</th></tr>{_rows(rows, width + 6)}</table>"
+        "<h2>Combinations &times; shards</h2><table><tr><th>combination</th><th>candidates</th>"
+        f"{head}<th>total</th></tr>{_rows(rows, width + 3)}</table>"
     )
 
 

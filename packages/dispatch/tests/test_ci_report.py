@@ -1,0 +1,332 @@
+"""The report: summary.json's figures, escaping hostile strings, and a real headless Chromium rendering."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from crcr.ci.model import (
+    BuildResult,
+    Candidate,
+    Classification,
+    Combination,
+    CombinationResult,
+    RunRecord,
+    ShardResult,
+)
+from crcr.ci.model import TestOutcome as Case
+from crcr.ci.report import render_html, shard_balance, summarize, write_report
+
+HOSTILE = "test/test_ops.py::TestCommonDEV::test_<script>alert(1)</script>_\"'&amp;_float32"
+HOSTILE_MESSAGE = "AssertionError: </td></table><script>document.body.innerHTML=''</script> \"'& <img src=x onerror=1>"
+FLAKY = "test/test_view_ops.py::TestViewOpsDEV::test_flaky_contiguous"
+CRASHED = "test/test_ops.py::TestCommonDEV::test_abort_sum_float32"
+HUNG = "test/test_torch.py::TestTorchDEV::test_hang_cumsum"
+FIXED = "test/test_torch.py::TestTorchDEV::test_was_broken"
+HEAD = Candidate("backend", "HEAD", "0.3.0.dev0", "b" * 40)
+V020 = Candidate("backend", "v0.2.0", "0.2.0", "a" * 40)
+CORE_NEW = Candidate("core", "2.14.1", "2.14.1", "e" * 64)
+CORE_OLD = Candidate("core", "2.13.0", "2.13.0", "d" * 64)
+SUITE = Candidate("suite", "embedded <b>tree</b>", "embedded", "f" * 64)
+
+
+def _tests(shards: int, per_shard: int) -> list[Case]:
+    tests = []
+    for shard in range(1, shards + 1):
+        for i in range(per_shard):
+            nodeid = f"test/test_ops.py::TestCommonDEV::test_op_{shard}_{i}_float32"
+            tests.append(Case(nodeid, "passed", "mandatory_success", 0.5 + i / 10, shard, ["passed"]))
+        tests.append(Case(f"test/test_ops.py::TestCommonDEV::test_skip_{shard}", "skipped", "skip", 0.0, shard))
+        tests.append(Case(f"test/test_ops.py::TestCommonDEV::test_xfail_{shard}", "xfailed", "xfail", 0.2, shard))
+    return tests
+
+
+def realistic_run() -> RunRecord:
+    """Four combinations: a red primary (crash, hang, a hostile failure, a flake, a not-run test, a fix), the
+    core matrix's 2.13.0 leg (green), an older backend ref that fails to build against 2.14.1, and an
+    incompatible one."""
+    primary = Combination("primary", "primary", HEAD, CORE_NEW, SUITE)
+    tests = _tests(3, 12)
+    tests += [
+        Case(
+            HOSTILE,
+            "failed",
+            "mandatory_success",
+            1.2,
+            1,
+            ["failed", "failed", "failed"],
+            {"type": "AssertionError", "message": HOSTILE_MESSAGE},
+            Classification("upstream", "only the core (torch) moved <since> the last green run", HOSTILE_MESSAGE),
+            follows="core",
+        ),
+        Case(
+            CRASHED,
+            "crashed",
+            "mandatory_success",
+            0.0,
+            2,
+            ["crashed", "crashed"],
+            {"message": "worker crashed", "signal": 6},
+            Classification("backend", "the test process crashed with signal 6 (device-fatal)", "Fatal Python error"),
+        ),
+        Case(
+            HUNG,
+            "timeout",
+            "mandatory_success",
+            60.0,
+            3,
+            ["timeout"],
+            {"message": "Timeout (>60.0s)"},
+            Classification("backend", "the test hung until its timeout (device-fatal)", "Timeout (>60.0s)"),
+        ),
+        Case(
+            FLAKY,
+            "passed",
+            "mandatory_success",
+            0.4,
+            2,
+            ["failed", "passed"],
+            {"message": "RuntimeError: transient device error, the kernel did not run"},
+            Classification("flake", "failed, then passed on a retry (failed -> passed)", "transient device error"),
+        ),
+        Case("test/test_torch.py::TestTorchDEV::test_lost", "not_run", "mandatory_success", 0.0, 3),
+        Case(FIXED, "passed", "mandatory_success", 0.3, 1, ["passed"]),
+    ]
+    primary_result = CombinationResult(
+        primary,
+        "failed",
+        BuildResult(True, {"tributary-simulator": "dist/x.whl"}, {"tributary-simulator": "0" * 64}, cached=True),
+        shards=[
+            ShardResult(1, 30.0, 31.5, 1, tests=15),
+            ShardResult(2, 30.0, 29.0, 1, reran=True, tests=16),
+            ShardResult(3, 30.0, 36.2, 1, tests=16),
+        ],
+        tests=tests,
+        seconds=98.4,
+    )
+    core_old = CombinationResult(
+        Combination("core-2.13.0", "core", HEAD, CORE_OLD, SUITE),
+        "passed",
+        BuildResult(True),
+        shards=[ShardResult(1, 40.0, 41.0, 0, tests=20), ShardResult(2, 40.0, 39.0, 0, tests=19)],
+        tests=[*_tests(2, 17), Case(HOSTILE, "passed", "mandatory_success", 1.0, 1, ["passed"])],
+        seconds=80.0,
+    )
+    broken = CombinationResult(
+        Combination("backend-v0.2.0", "backend", V020, CORE_NEW, SUITE),
+        "build_failed",
+        BuildResult(
+            False,
+            first_error="torch/include/c10/util/C++17.h:13:2: error: #error C++20 or later compatible compiler "
+            "is required to use PyTorch <&>",
+            log="runs/r1/builds/v0.2.0-2.14.1.log",
+        ),
+        reason="the simulator's native extension does not build against torch 2.14.1",
+        attributed_to="core",
+    )
+    incompatible = CombinationResult(
+        Combination("backend-v0.1.0", "backend", Candidate("backend", "v0.1.0", "0.1.0", "9" * 40), CORE_NEW, SUITE),
+        "incompatible",
+        reason="v0.1.0 declares torch>=2.12,<2.14; the core is 2.14.1",
+    )
+    return RunRecord(
+        run_id="20260102T030405Z-<run>",
+        started="2026-01-02T03:04:05Z",
+        trigger={"event": "push", "ref": "refs/heads/main"},
+        environment={"python": "3.11.9", "os": "Linux", "arch": "x86_64"},
+        device="dev'\"<x>",
+        combinations=[primary_result, core_old, broken, incompatible],
+        finished="2026-01-02T03:09:00Z",
+        verdict="red: primary: 3 failing (backend), backend-v0.2.0: build failed",
+    )
+
+
+PREVIOUS_GREEN = {
+    "primary": {HOSTILE: "passed", CRASHED: "passed", FIXED: "failed", FLAKY: "passed"},
+    "core-2.13.0": {HOSTILE: "passed"},
+}
+
+
+def test_summary_figures() -> None:
+    summary = summarize(realistic_run(), PREVIOUS_GREEN)
+    primary, core_old, broken, incompatible = summary["combinations"]
+    assert primary["counts"] == {
+        "crashed": 1,
+        "failed": 1,
+        "not_run": 1,
+        "passed": 38,
+        "skipped": 3,
+        "timeout": 1,
+        "xfailed": 3,
+    }
+    assert primary["regressions"] == sorted([HOSTILE, CRASHED])  # HUNG was not in the previous green run
+    assert primary["fixes"] == [FIXED]
+    assert primary["attribution"] == {HOSTILE: "core"}
+    assert [f["nodeid"] for f in primary["flaky"]] == [FLAKY]
+    assert primary["failure_classes"] == {"backend": 2, "upstream": 1, "flake": 1, "unclassified": 1}
+    assert primary["not_run"] == ["test/test_torch.py::TestTorchDEV::test_lost"]
+    assert primary["shard_balance"] == round(36.2 / ((31.5 + 29.0 + 36.2) / 3), 3)
+    assert primary["planned_balance"] == 1.0
+    assert [s["counts"].get("passed", 0) for s in primary["shards"]] == [13, 13, 12]
+    assert core_old["status"] == "passed"
+    assert core_old["regressions"] == []
+    assert broken["build"]["first_error"].startswith("torch/include/c10/util/C++17.h:13:2: error: #error C++20")
+    assert broken["attributed_to"] == "core"
+    assert incompatible["shards"] == []
+    assert incompatible["shard_balance"] is None
+    assert summary["totals"]["combinations"] == {"build_failed": 1, "failed": 1, "incompatible": 1, "passed": 1}
+    assert summary["totals"]["regressions"] == 2
+    assert summary["triage"] == "backend"
+    assert summary["shard_balance"]["worst"] == primary["shard_balance"]
+    assert [b["combination"] for b in summary["build_failures"]] == ["backend-v0.2.0"]
+    assert shard_balance([]) is None
+    assert shard_balance([0.0, 0.0]) is None
+    assert shard_balance([10.0, 10.0]) == 1.0
+
+
+def test_write_report_round_trips_and_escapes(tmp_path: Path) -> None:
+    summary_path, html_path = write_report(realistic_run(), tmp_path / "run", PREVIOUS_GREEN)
+    assert (summary_path.name, html_path.name) == ("summary.json", "report.html")
+    data = json.loads(summary_path.read_text())
+    assert HOSTILE in data["combinations"][0]["regressions"]  # JSON keeps the raw string
+    page = html_path.read_text()
+    assert "<script" not in page.lower()
+    assert "onerror=1>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;_&quot;&#x27;&amp;amp;_float32" in page
+    assert "embedded &lt;b&gt;tree&lt;/b&gt;" in page
+    for needed in (
+        "Combinations &times; shards",
+        "Regressions and fixes",
+        "Attribution",
+        "Flaky tests",
+        "Failure classes",
+        "Build failures",
+        "Shard balance",
+        "Not run",
+        "#error C++20 or later compatible compiler is required to use PyTorch &lt;&amp;&gt;",
+        "died, rerun once",
+        "<svg",
+    ):
+        assert needed in page, needed
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page
+    assert f"{data['combinations'][0]['shard_balance']:.3f}" in page
+
+
+def test_an_empty_run_renders() -> None:
+    run = RunRecord("r0", "2026-01-01T00:00:00Z", {}, {}, "dev", verdict="green")
+    page = render_html(summarize(run, {}))
+    assert "No shard ran" in page
+
+
+def test_a_lone_surrogate_in_a_test_name_does_not_stop_the_report(tmp_path: Path) -> None:
+    run = realistic_run()
+    failing = next(t for t in run.combinations[0].tests if t.nodeid == HOSTILE)
+    failing.nodeid = "test/test_\udcff.py::test_bytes"
+    _, html_path = write_report(run, tmp_path, {})
+    assert "test_bytes" in html_path.read_text(encoding="utf-8")
+
+
+# --- rendering in real headless Chromium ------------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    """Debian's chromium, installed when missing and we are root; None if it cannot be had."""
+    found = shutil.which("chromium")
+    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return found
+    try:
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True, timeout=1200)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return shutil.which("chromium")
+
+
+def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """A PNG's width, height and RGB(A) scanlines, un-filtered (stdlib zlib + struct; 8-bit RGB or RGBA only)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, b"", b""
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8, "8-bit PNG expected"
+    assert colour in (2, 6), "RGB or RGBA PNG expected"
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows: list[bytes] = []
+    prior = bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up = prior[i]
+            corner = prior[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                predictor = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + predictor) & 0xFF
+        rows.append(bytes(line))
+        prior = line
+    return width, height, [bytes(r[i : i + 3]) for r in rows for i in range(0, stride, bpp)]
+
+
+def test_chromium_renders_a_report_that_is_not_blank(tmp_path: Path) -> None:
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed and cannot be (not root, or apt-get failed): `apt-get install chromium`")
+    _, html_path = write_report(realistic_run(), tmp_path / "run", PREVIOUS_GREEN)
+    png = tmp_path / "report.png"
+    command = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={png}",
+        "--window-size=1280,2000",
+        html_path.resolve().as_uri(),
+    ]
+    try:
+        subprocess.run(command, capture_output=True, timeout=180, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"chromium could not be started: {exc}")
+    if not png.exists():
+        pytest.skip(f"chromium started but wrote no screenshot ({' '.join(command[:2])})")
+    width, height, pixels = _pixels(png.read_bytes())
+    assert (width, height) == (1280, 2000)
+    colours = set(pixels)
+    non_white = sum(1 for p in pixels if p != b"\xff\xff\xff")
+    share = non_white / len(pixels)
+    print(f"screenshot {width}x{height}: {len(colours)} distinct colours, {share:.1%} non-white pixels")
+    # the status colours, the class pills and the SVG bars must be there, not just black text on white
+    assert len(colours) > 50
+    assert share > 0.05
+    for rgb in ((0x05, 0x50, 0xAE), (0x9E, 0xCB, 0xFF), (0xDA, 0xFB, 0xE1), (0xFF, 0xD8, 0xD3)):
+        assert bytes(rgb) in colours, f"colour #{bytes(rgb).hex()} (bars / status cells) is missing"
