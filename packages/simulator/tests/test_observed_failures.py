@@ -227,3 +227,12 @@ def test_wrong_out_dtypes_raise_cpus_error(name: str) -> None:
     with pytest.raises(RuntimeError) as ring:
         WRONG_OUTS[name](DEVICE)
     assert str(ring.value) == str(cpu.value)
+
+
+# --- a reduction along a dim of a tensor with more than 64 dims is refused, as CPU's dim mask requires -----------
+
+
+@pytest.mark.parametrize("fn", [torch.argmax, torch.sum, torch.logsumexp, torch.amin])
+def test_reductions_along_a_dim_need_at_most_64_dims(fn) -> None:
+    with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+        fn(torch.ones([1] * 65, device=DEVICE), dim=0)

@@ -22,6 +22,8 @@ from ringsim.ops.split_reduction import REDUCTIONS, split_cores, split_program
 
 # Overloads without a dim argument reduce everything through the overload that has one.
 _WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin", "all": "all.dims", "any": "any.dims"}
+# CPU's reductions keep the reduced dims in a 64-bit mask, so a dim argument needs at most 64 dims.
+_MAX_DIMS = 64
 # Reductions for which CPU reads ``dim=[]`` as no dims (each element its own row), not as every dim.
 _EMPTY_DIMS_REDUCE_NOTHING = frozenset({"all", "any"})
 
@@ -50,6 +52,8 @@ def rows_getter(index: int, perm: list[int], r: int, k: int):
 def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     x = values[0]
     dim = values[sig.index["dim"]] if "dim" in sig.index else None
+    if dim not in (None, []) and x.dim() > _MAX_DIMS:
+        raise RuntimeError(f"only tensors with up to {_MAX_DIMS} dims are supported")
     empty_is_none = dim == [] and spec.aten in _EMPTY_DIMS_REDUCE_NOTHING
     dims = [] if empty_is_none else _dims(dim, x.dim())
     perm, r, k = rows_view(x, dims)
