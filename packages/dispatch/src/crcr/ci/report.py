@@ -109,12 +109,13 @@ def summarize(run: RunRecord, previous_green: dict[str, dict[str, str]]) -> dict
 def _combination(result: CombinationResult, previous: dict[str, str] | None) -> dict[str, Any]:
     combo = result.combination
     regressions, fixes = regressions_and_fixes(result, previous)
+    by_shard: dict[int, dict[str, int]] = {}
+    for test in result.tests:
+        counts = by_shard.setdefault(test.shard, {})
+        counts[test.outcome] = counts.get(test.outcome, 0) + 1
     shards = []
     for shard in sorted(result.shards, key=lambda s: s.index):
-        counts: dict[str, int] = {}
-        for test in result.tests:
-            if test.shard == shard.index:
-                counts[test.outcome] = counts.get(test.outcome, 0) + 1
+        counts = by_shard.get(shard.index, {})
         shards.append(
             {
                 "index": shard.index,
