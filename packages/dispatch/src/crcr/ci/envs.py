@@ -3,8 +3,9 @@
 A combination's tests run in a venv holding exactly the recorded artifacts: the torch wheel (its dependencies from
 its find-links folder) and the backend's built wheels, plus their test extras; third-party packages come from the
 registries uv reaches. The venv records its key after a complete install; a venv whose key differs (or that has
-none: an interrupted install) is made again. uv runs with `--no-config` (a `[tool.uv]` table of whatever
-project the caller stands in is not ours); `UV_*` environment variables (an index for users elsewhere) still apply. `venv` and `install` are also what `build` uses for its build venvs.
+none: an interrupted install) is made again. uv runs with `--no-config` (a `[tool.uv]` table of whatever project
+the caller stands in is not ours); `UV_*` environment variables (an index for users elsewhere) still apply.
+`venv` and `install` are also what `build` uses for its build venvs.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def python_of(venv: Path) -> Path:
 def _first_error(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     for line in lines:
-        if line.lower().startswith(("error", "×", "x ")):
+        if line.lower().startswith(("error", "\N{MULTIPLICATION SIGN}")):
             return line
     return lines[-1] if lines else "no output"
 
@@ -127,7 +128,7 @@ def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]
         "wheels": dict(sorted(build.wheel_sha256.items())),
         "torch": torch_sha256,
         "extras": sorted(extras),
-        "python": "%d.%d" % sys.version_info[:2],
+        "python": "{}.{}".format(*sys.version_info[:2]),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 

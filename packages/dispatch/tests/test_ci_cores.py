@@ -1,0 +1,116 @@
+"""Torch wheels fetched once per version: the real torch 2.13.0 (on this machine's disk, through pip's own
+configuration), and a stand-in pip for what must not touch the network (the index override, failures)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from crcr.ci import cores
+from crcr.ci.cores import INDEX_ENV, MARKER, CoreError, torch_wheel, wheel_sha256
+
+REAL_RUN = subprocess.run
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def real(cache: Path) -> Path:
+    env = {k: v for k, v in os.environ.items() if k != INDEX_ENV}
+    return torch_wheel("2.13.0", cache, env)
+
+
+def test_torch_2_13_0_with_its_dependencies(real: Path, cache: Path) -> None:
+    folder = cache / "wheelhouse" / "torch-2.13.0"
+    assert real.parent == folder
+    assert real.name.startswith("torch-2.13.0")
+    assert any(folder.glob("sympy-*.whl"))  # dependencies too: the folder is a complete find-links source
+    marker = json.loads((folder / MARKER).read_text())
+    assert marker["wheel"] == real.name
+    assert marker["sha256"] == hashlib.sha256(real.read_bytes()).hexdigest()
+
+
+def test_second_call_reuses_the_folder(real: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pip(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pip ran again")
+
+    monkeypatch.setattr(cores.subprocess, "run", no_pip)
+    assert torch_wheel("2.13.0", cache) == real
+
+
+def test_wheel_sha256(real: Path, tmp_path: Path) -> None:
+    assert wheel_sha256(real) == hashlib.sha256(real.read_bytes()).hexdigest()
+    other = tmp_path / "x.whl"
+    other.write_bytes(b"one")
+    assert wheel_sha256(other) == hashlib.sha256(b"one").hexdigest()
+    other.write_bytes(b"two!")
+    assert wheel_sha256(other) == hashlib.sha256(b"two!").hexdigest()  # a changed file is hashed again
+
+
+def fake_pip(calls: list[list[str]], version: str = "") -> object:
+    """Stands in for `pip download`: records the command and drops a wheel into --dest (none if no version)."""
+
+    def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if command[1:3] == ["-m", "pip"] and "download" in command:
+            calls.append(command)
+            dest = Path(command[command.index("--dest") + 1])
+            if version:
+                (dest / f"torch-{version}-cp311-cp311-linux_x86_64.whl").write_bytes(b"wheel")
+                return subprocess.CompletedProcess(command, 0)
+            print("ERROR: No matching distribution found for torch==0.0.1", file=kwargs["stdout"], flush=True)  # type: ignore[call-overload]
+            return subprocess.CompletedProcess(command, 1)
+        return REAL_RUN(command, **kwargs)  # type: ignore[call-overload]
+
+    return run
+
+
+def test_index_override_and_user_files_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cores.subprocess, "run", fake_pip(calls, "2.99.0+cpu"))
+    folder = tmp_path / "wheelhouse" / "torch-2.99.0"
+    folder.mkdir(parents=True)
+    (folder / "mine.txt").write_text("keep me")
+    wheel = torch_wheel("2.99.0", tmp_path, {INDEX_ENV: "https://download.pytorch.org/whl/cpu"})
+    assert wheel.name == "torch-2.99.0+cpu-cp311-cp311-linux_x86_64.whl"
+    (command,) = calls
+    assert command[command.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+    assert command[-1] == "torch==2.99.0"
+    assert "--no-deps" not in command
+    assert (folder / "mine.txt").read_text() == "keep me"
+    assert json.loads((folder / MARKER).read_text())["index"] == "https://download.pytorch.org/whl/cpu"
+    assert torch_wheel("2.99.0", tmp_path, {}) == wheel
+    assert len(calls) == 1
+
+
+def test_no_marker_means_fetch_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(cores.subprocess, "run", fake_pip(calls, "2.99.0"))
+    folder = tmp_path / "wheelhouse" / "torch-2.99.0"
+    folder.mkdir(parents=True)
+    (folder / "torch-2.99.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"half")  # an interrupted download
+    torch_wheel("2.99.0", tmp_path, {})
+    assert len(calls) == 1
+    assert (folder / MARKER).is_file()
+
+
+def test_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cores.subprocess, "run", fake_pip([]))
+    with pytest.raises(CoreError, match=r"could not fetch torch==0\.0\.1 .*No matching distribution") as info:
+        torch_wheel("0.0.1", tmp_path, {})
+    assert "\n" not in str(info.value)
+    assert INDEX_ENV in str(info.value)
+    assert not (tmp_path / "wheelhouse" / "torch-0.0.1" / MARKER).exists()
+
+
+def test_real_pip_failure_is_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, INDEX_ENV: (tmp_path / "no-index").as_uri()}
+    with pytest.raises(CoreError, match=r"could not fetch torch==0\.0\.1") as info:
+        torch_wheel("0.0.1", tmp_path, env)
+    assert "\n" not in str(info.value)
