@@ -236,3 +236,21 @@ def test_wrong_out_dtypes_raise_cpus_error(name: str) -> None:
 def test_reductions_along_a_dim_need_at_most_64_dims(fn) -> None:
     with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
         fn(torch.ones([1] * 65, device=DEVICE), dim=0)
+
+
+# --- cat keeps the memory format its inputs share, as CPU's cat does --------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", [0, 1, 3])
+def test_cat_of_channels_last_inputs_is_channels_last(dim: int) -> None:
+    x = torch.randn(2, 3, 4, 4).contiguous(memory_format=torch.channels_last)
+    result = torch.cat((x.to(DEVICE), x.to(DEVICE)), dim)
+    expected = torch.cat((x, x), dim)
+    assert result.stride() == expected.stride()
+    torch.testing.assert_close(result.cpu(), expected, rtol=0, atol=0)
+
+
+def test_cat_of_mixed_formats_is_contiguous() -> None:
+    x = torch.randn(2, 3, 4, 4)
+    result = torch.cat((x.to(DEVICE), x.contiguous(memory_format=torch.channels_last).to(DEVICE)))
+    assert result.is_contiguous()

@@ -46,6 +46,30 @@ def build_cat(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: V
     return Plan(key, program, tuple(getters), (OutputSpec("out", (rows, shape[d] * inner), out.dtype),), _view(shape))
 
 
+def keeping_memory_format(kernel):
+    """`cat`'s kernel giving its result the memory format its inputs share, as CPU's cat does (channels_last in,
+    channels_last out); the program itself writes a contiguous result, which one copy kernel then restrides."""
+
+    def cat(tensors: list[torch.Tensor], dim: int = 0) -> torch.Tensor:
+        result = kernel(tensors, dim)
+        shared = {_memory_format(t) for t in tensors if t.numel()}
+        if len(shared) != 1 or (memory_format := shared.pop()) is torch.contiguous_format:
+            return result
+        return result.contiguous(memory_format=memory_format)
+
+    return cat
+
+
+def _memory_format(t: torch.Tensor) -> torch.memory_format:
+    """The memory format `t` is laid out in, as torch suggests it (contiguous when it is both)."""
+    if t.is_contiguous():
+        return torch.contiguous_format
+    for memory_format, ndim in ((torch.channels_last, 4), (torch.channels_last_3d, 5)):
+        if t.dim() == ndim and t.is_contiguous(memory_format=memory_format):
+            return memory_format
+    return torch.contiguous_format
+
+
 def _part(i: int, dtype: torch.dtype, rows: int, width: int):
     def get(values: Values) -> torch.Tensor:
         t = values[0][i]

@@ -107,6 +107,8 @@ def register() -> None:
                 build = _BUILDERS.get(spec.aten) or _BY_KIND[spec.kind]
                 if variant.role == "functional":
                     kernel = fastpath.replayed(dispatch.functional_kernel(spec, variant.op, build))
+                    if spec.aten == "cat":
+                        kernel = movement.keeping_memory_format(kernel)
                 elif variant.role == "inplace":
                     kernel = fastpath.replayed(dispatch.inplace_kernel(spec, variant.op, variant.functional, build))
                 else:
