@@ -203,3 +203,12 @@ def test_bad_input_is_one_line(tmp_path: Path, torch: Path) -> None:
 )
 def test_first_error(log: str, expected: str) -> None:
     assert first_error(log) == expected
+
+
+def test_objects_from_an_earlier_build_are_not_reused(repo: Path, cache: Path, torch: Path) -> None:
+    tree = checkout(repo, resolve_ref(repo, "good"), cache)
+    stale = tree / "packages" / "alpha" / "build" / "temp" / "ext.o"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"compiled against another torch")
+    assert build_backend(tree, torch, cache, force=True).ok
+    assert not stale.exists()

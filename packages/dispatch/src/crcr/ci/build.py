@@ -158,6 +158,16 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
     return python
 
 
+def _clean(worktree: Path, directory: Path) -> None:
+    """Drop a member's untracked `build/` folder: objects compiled against another torch must not be reused."""
+    stale = directory / "build"
+    if not stale.is_dir():
+        return
+    tracked = subprocess.run(["git", "-C", str(worktree), "ls-files", "--", str(stale)], capture_output=True, text=True)
+    if tracked.returncode == 0 and not tracked.stdout.strip():
+        shutil.rmtree(stale)
+
+
 def _write_manifest(out: Path, data: dict) -> None:
     scratch = out / f".{MANIFEST}.tmp"
     scratch.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -178,7 +188,8 @@ def build_backend(
     sha = _git_sha(worktree)
     torch_sha = wheel_sha256(torch_wheel)
     out = cache / "builds" / f"{sha[:12]}-{torch_sha[:12]}"
-    with locked(cache / "builds" / f".{out.name}.lock"):
+    # one build at a time per output and per worktree: members build in place (setuptools' build/ folders)
+    with locked(cache / "builds" / f".{out.name}.lock"), locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
         if not force and (found := _cached(out, torch_sha)) is not None:
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
             return found
@@ -210,6 +221,7 @@ def build_backend(
             log(f"build {out.name}: {member.distribution}")
             command = [find_uv(), "build", "--no-config", "--wheel", "--no-build-isolation", "--python", str(python)]
             command += ["--out-dir", str(scratch), str(member.directory)]
+            _clean(worktree, member.directory)
             before = set(scratch.glob("*.whl"))
             with logfile.open("a") as handle:
                 handle.write(f"\n=== {member.distribution} ({member.directory.relative_to(worktree)})\n")
