@@ -197,6 +197,12 @@ def test_bad_input_is_one_line(tmp_path: Path, torch: Path) -> None:
             '/x/c10/util/C++17.h:13:2: error: #error "C++20 or later compatible compiler is required to use PyTorch."',
         ),
         ("a.cpp:3:1: fatal error: foo.h: No such file\n", "a.cpp:3:1: fatal error: foo.h: No such file"),
+        (
+            "/t/c10/util/intrusive_ptr.h:775:27: error: 'strong_ordering' in namespace 'std' does not name a type\n"
+            "/t/torch/all.h:5:2: error: #error C++20 or later compatible compiler is required to use PyTorch.\n"
+            "    5 | #error C++20 or later compatible compiler is required to use PyTorch.\n",
+            "/t/torch/all.h:5:2: error: #error C++20 or later compatible compiler is required to use PyTorch.",
+        ),
         ("ok\nerror: Failed to build `x`\n  cause: nope\n", "error: Failed to build `x`"),
         ("something\nlast words\n", "last words"),
     ],

@@ -32,6 +32,7 @@ from .model import BuildResult
 MANIFEST = "manifest.json"
 BUILDENV_KEY = ".tributary-buildenv.json"
 ALWAYS = ("setuptools", "wheel", "ninja", "uv_build")
+_DIRECTIVE = re.compile(r"#error\b")
 _COMPILER_ERROR = re.compile(r":\d+(:\d+)?: (fatal )?error:|#error")
 _ANY_ERROR = re.compile(r"\berror\b[:\s]", re.IGNORECASE)
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -95,10 +96,14 @@ def members(worktree: Path) -> list[Member]:
 
 
 def first_error(log: str) -> str:
-    """The compiler's first error line (`file:line:col: error: ...`, `#error ...`), else the first line that says
-    error, else the last line."""
+    """The compiler's first error line, else the first line that says error, else the last line.
+
+    An `#error` directive comes first wherever it is: it is a header's own statement of why (torch 2.14's
+    `#error C++20 or later compatible compiler is required to use PyTorch.`), while the errors a parallel build
+    printed before it (`'strong_ordering' in namespace 'std' does not name a type`) are its consequences.
+    """
     lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for pattern in (_COMPILER_ERROR, _ANY_ERROR):
+    for pattern in (_DIRECTIVE, _COMPILER_ERROR, _ANY_ERROR):
         for line in lines:
             if pattern.search(line):
                 return line
