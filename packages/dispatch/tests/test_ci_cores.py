@@ -114,3 +114,10 @@ def test_real_pip_failure_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(CoreError, match=r"could not fetch torch==0\.0\.1") as info:
         torch_wheel("0.0.1", tmp_path, env)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("version", ["", "../../etc", "latest", "2.13.0 --pre"])
+def test_bad_version_is_refused(version: str, tmp_path: Path) -> None:
+    with pytest.raises(CoreError, match="not a torch version"):
+        torch_wheel(version, tmp_path)
+    assert not (tmp_path / "wheelhouse").exists()

@@ -9,10 +9,12 @@ counts as complete only once a marker is written after a successful download; an
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,7 @@ from pathlib import Path
 
 INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
 MARKER = ".tributary-complete.json"
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!_-]*")
 _HASHES: dict[tuple[str, int, int], str] = {}
 
 
@@ -66,14 +69,25 @@ def torch_wheel(version: str, cache: Path, env: dict[str, str] | None = None) ->
     pip's own configuration decides where it comes from (its indexes and find-links); `$TRIBUTARY_TORCH_INDEX`
     (e.g. https://download.pytorch.org/whl/cpu) replaces the index for users elsewhere.
     """
+    if not _VERSION.fullmatch(version):
+        raise CoreError(f"not a torch version: {version!r} (expected e.g. 2.13.0)")
     env = dict(os.environ if env is None else env)
     folder = wheelhouse(version, cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".torch-{version}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel legs asking for one version download it once
+        try:
+            return _fetch(version, folder, env)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
     marker = folder / MARKER
     if marker.is_file():
         found = _find(folder, version)
         if found is not None:
             return found
-    folder.mkdir(parents=True, exist_ok=True)
     command = [_pip_python(), "-m", "pip", "download", "--only-binary=:all:", "--dest", str(folder)]
     index = env.get(INDEX_ENV, "")
     if index:
