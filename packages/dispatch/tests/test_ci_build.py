@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,13 @@ def test_objects_from_an_earlier_build_are_not_reused(repo: Path, cache: Path, t
     stale.write_bytes(b"compiled against another torch")
     assert build_backend(tree, torch, cache, force=True).ok
     assert not stale.exists()
+
+
+def test_parallel_legs_build_once(repo: Path, cache: Path, tmp_path: Path) -> None:
+    tree = checkout(repo, resolve_ref(repo, "good"), cache)
+    wheel = fake_torch(tmp_path / "torch-9.9.2", "9.9.2")
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: build_backend(tree, wheel, cache), range(2)))
+    assert all(r.ok for r in results)
+    assert sorted(r.cached for r in results) == [False, True]
+    assert results[0].wheel_sha256 == results[1].wheel_sha256

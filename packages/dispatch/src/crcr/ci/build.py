@@ -56,6 +56,11 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _requirement_name(requirement: str) -> str:
+    match = _NAME.match(requirement)
+    return _normalize(match.group(1)) if match else ""
+
+
 def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -144,7 +149,7 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
     requirements (torch's own pin dropped: the wheel given is the torch to build against); returns its python."""
     torch_sha = wheel_sha256(torch_wheel)
     path = cache / "buildenvs" / torch_sha[:12]
-    wanted = sorted({*ALWAYS, *(r for r in requires if _normalize(_NAME.match(r).group(1)) != "torch")})
+    wanted = sorted({*ALWAYS, *(r for r in requires if _requirement_name(r) != "torch")})
     record = {"torch": torch_sha, "requires": wanted}
     with locked(cache / "buildenvs" / f".{torch_sha[:12]}.lock"):
         python = python_of(path)
@@ -193,68 +198,81 @@ def build_backend(
     sha = _git_sha(worktree)
     torch_sha = wheel_sha256(torch_wheel)
     out = cache / "builds" / f"{sha[:12]}-{torch_sha[:12]}"
-    # one build at a time per output and per worktree: members build in place (setuptools' build/ folders)
-    with locked(cache / "builds" / f".{out.name}.lock"), locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
+    with locked(cache / "builds" / f".{out.name}.lock"):
         if not force and (found := _cached(out, torch_sha)) is not None:
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
             return found
-        if out.exists():
-            shutil.rmtree(out)  # ours: a stale or forced build
-        out.mkdir(parents=True)
-        logfile = out / "build.log"
-        scratch = out / ".scratch"
-        scratch.mkdir()
-        started = time.monotonic()
-        manifest = {
-            "backend_sha": sha,
-            "torch": {"version": wheel_version(torch_wheel), "sha256": torch_sha, "wheel": torch_wheel.name},
-            "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
-        log(f"build {out.name}: build venv for torch {wheel_version(torch_wheel)}")
-        try:
-            python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile)
-        except EnvError as exc:
-            shutil.rmtree(scratch)
-            log(f"build {out.name}: set-up failed: {exc}")
-            return BuildResult(ok=False, first_error=str(exc), log=str(logfile))  # not recorded: may be transient
-        environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "CONDA_PREFIX")}
-        environ["PATH"] = f"{python.parent}{os.pathsep}{environ.get('PATH', '')}"  # ninja for torch's cpp_extension
-        environ["VIRTUAL_ENV"] = str(python.parent.parent)
-        wheels: dict[str, dict[str, str]] = {}
-        for member in wanted:
-            begun = time.monotonic()
-            log(f"build {out.name}: {member.distribution}")
-            command = [find_uv(), "build", "--no-config", "--wheel", "--no-build-isolation", "--python", str(python)]
-            command += ["--out-dir", str(scratch), str(member.directory)]
-            _clean(worktree, member.directory)
-            before = set(scratch.glob("*.whl"))
-            with logfile.open("a") as handle:
-                handle.write(f"\n=== {member.distribution} ({member.directory.relative_to(worktree)})\n")
-                handle.write("$ " + " ".join(command) + "\n")
-                handle.flush()
-                result = subprocess.run(command, cwd=worktree, stdout=handle, stderr=subprocess.STDOUT, env=environ)
-                handle.write(
-                    f"=== {member.distribution}: exit {result.returncode} in {time.monotonic() - begun:.1f}s\n"
-                )
-            new = sorted(set(scratch.glob("*.whl")) - before)
-            if result.returncode != 0 or len(new) != 1:
-                text = logfile.read_text(errors="replace")
-                section = text[text.rfind(f"\n=== {member.distribution} (") :]
-                error = first_error(section) if result.returncode != 0 else f"{member.distribution}: no single wheel"
-                shutil.rmtree(scratch)  # no half-built wheels
-                manifest.update(ok=False, failed=member.distribution, first_error=error, wheels={})
-                manifest["compile_error"] = bool(_COMPILER_ERROR.search(error))
-                manifest["seconds"] = round(time.monotonic() - started, 1)
-                _write_manifest(out, manifest)
-                log(f"build {out.name}: {member.distribution} failed: {error}")
-                return BuildResult(ok=False, first_error=error, log=str(logfile))
-            wheels[member.distribution] = {"file": new[0].name, "sha256": _file_sha256(new[0])}
-        for entry in wheels.values():
-            (scratch / entry["file"]).replace(out / entry["file"])
+        # members build in place (setuptools' build/ folders): one build per worktree at a time, whatever the torch
+        with locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
+            return _build(wanted, worktree, sha, torch_wheel, torch_sha, out, cache, log)
+
+
+def _build(
+    wanted: list[Member],
+    worktree: Path,
+    sha: str,
+    torch_wheel: Path,
+    torch_sha: str,
+    out: Path,
+    cache: Path,
+    log: Callable[[str], None],
+) -> BuildResult:
+    """Build the members into a scratch folder; only a complete set of wheels is moved into `out`."""
+    if out.exists():
+        shutil.rmtree(out)  # ours: a stale or forced build
+    out.mkdir(parents=True)
+    logfile = out / "build.log"
+    scratch = out / ".scratch"
+    scratch.mkdir()
+    started = time.monotonic()
+    manifest = {
+        "backend_sha": sha,
+        "torch": {"version": wheel_version(torch_wheel), "sha256": torch_sha, "wheel": torch_wheel.name},
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    log(f"build {out.name}: build venv for torch {wheel_version(torch_wheel)}")
+    try:
+        python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile)
+    except EnvError as exc:
         shutil.rmtree(scratch)
-        manifest.update(ok=True, wheels=wheels, seconds=round(time.monotonic() - started, 1))
-        _write_manifest(out, manifest)
-        log(f"build {out.name}: ok in {manifest['seconds']}s")
+        log(f"build {out.name}: set-up failed: {exc}")
+        return BuildResult(ok=False, first_error=str(exc), log=str(logfile))  # not recorded: may be transient
+    environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "CONDA_PREFIX")}
+    environ["PATH"] = f"{python.parent}{os.pathsep}{environ.get('PATH', '')}"  # ninja for torch's cpp_extension
+    environ["VIRTUAL_ENV"] = str(python.parent.parent)
+    wheels: dict[str, dict[str, str]] = {}
+    for member in wanted:
+        begun = time.monotonic()
+        log(f"build {out.name}: {member.distribution}")
+        command = [find_uv(), "build", "--no-config", "--wheel", "--no-build-isolation", "--python", str(python)]
+        command += ["--out-dir", str(scratch), str(member.directory)]
+        _clean(worktree, member.directory)
+        before = set(scratch.glob("*.whl"))
+        with logfile.open("a") as handle:
+            handle.write(f"\n=== {member.distribution} ({member.directory.relative_to(worktree)})\n")
+            handle.write("$ " + " ".join(command) + "\n")
+            handle.flush()
+            result = subprocess.run(command, cwd=worktree, stdout=handle, stderr=subprocess.STDOUT, env=environ)
+            handle.write(f"=== {member.distribution}: exit {result.returncode} in {time.monotonic() - begun:.1f}s\n")
+        new = sorted(set(scratch.glob("*.whl")) - before)
+        if result.returncode != 0 or len(new) != 1:
+            text = logfile.read_text(errors="replace")
+            section = text[text.rfind(f"\n=== {member.distribution} (") :]
+            error = first_error(section) if result.returncode != 0 else f"{member.distribution}: no single wheel"
+            shutil.rmtree(scratch)  # no half-built wheels
+            manifest.update(ok=False, failed=member.distribution, first_error=error, wheels={})
+            manifest["compile_error"] = bool(_COMPILER_ERROR.search(error))
+            manifest["seconds"] = round(time.monotonic() - started, 1)
+            _write_manifest(out, manifest)
+            log(f"build {out.name}: {member.distribution} failed: {error}")
+            return BuildResult(ok=False, first_error=error, log=str(logfile))
+        wheels[member.distribution] = {"file": new[0].name, "sha256": _file_sha256(new[0])}
+    for entry in wheels.values():
+        (scratch / entry["file"]).replace(out / entry["file"])
+    shutil.rmtree(scratch)
+    manifest.update(ok=True, wheels=wheels, seconds=round(time.monotonic() - started, 1))
+    _write_manifest(out, manifest)
+    log(f"build {out.name}: ok in {manifest['seconds']}s")
     return BuildResult(
         ok=True,
         wheels={dist: str(out / entry["file"]) for dist, entry in wheels.items()},
