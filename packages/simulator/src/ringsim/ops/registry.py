@@ -178,9 +178,9 @@ SPECS: tuple[OpSpec, ...] = (
     _ew("xlogy", "Tensor", "Scalar_Other", "Scalar_Self", tol=_T),
     _ew("copysign", "Tensor", "Scalar", tol=_E),
     _ew("heaviside", tol=_E, dtypes=ALL),
-    # exact in fp32 (a power of two times the mantissa), then one rounding; torch's composite fallback for devices
-    # without an ldexp kernel would compute 2**other in the mantissa's dtype, overflowing float16 early
-    _ew("ldexp", "Tensor", tol=_E),
+    # self * 2**other in fp32, then one rounding (a float exponent makes 2**other a transcendental); torch's
+    # composite fallback for devices without an ldexp kernel computes 2**other in self's dtype, overflowing float16
+    _ew("ldexp", "Tensor", tol=_T),
     # special functions of two arguments: fp32 library functions, then one rounding
     *(_ew(name, tol=_T) for name in SPECIAL_BINARY),
     # integer and bit operations: exact
