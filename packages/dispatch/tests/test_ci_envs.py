@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import subprocess
 import zipfile
 from pathlib import Path
@@ -114,3 +115,13 @@ def test_requirements_name_the_wheels_with_their_extras(parts: tuple[Path, Build
     assert found[0].startswith("tmp-alpha @ file://")
     assert found[1].startswith("tmp-beta[test] @ file://")
     assert found[2] == "pytest-split>=0.10"
+
+
+def test_torch_must_be_the_one_built_against(parts: tuple[Path, BuildResult, Path], tmp_path: Path) -> None:
+    torch, build, cache = parts
+    out = tmp_path / "builds" / "abc-def"
+    out.mkdir(parents=True)
+    (out / "manifest.json").write_text(json.dumps({"torch": {"sha256": "0" * 64, "version": "9.8.0"}}))
+    against_other = BuildResult(True, build.wheels, build.wheel_sha256, log=str(out / "build.log"))
+    with pytest.raises(EnvError, match=r"built against torch 000000000000, not torch-9\.9\.0"):
+        environment(against_other, torch, [], cache)

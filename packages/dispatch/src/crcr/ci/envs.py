@@ -136,8 +136,9 @@ def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]
 def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache: Path) -> Path:
     """The python of a venv under `cache/envs/` holding torch, the backend wheels and their test extras.
 
-    Reused when its recorded key matches; made again otherwise. Raises EnvError for a failed build or an install
-    that does not resolve (a backend that pins another torch, say), with uv's first error line.
+    Reused when its recorded key matches; made again otherwise. Raises EnvError for a failed build, for a torch
+    wheel other than the one the build's manifest says it was compiled against, and for an install that does not
+    resolve (a backend that pins another torch, say), with uv's first error line.
     """
     from .cores import wheel_sha256
 
@@ -148,7 +149,14 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
     for dist, path in build.wheels.items():
         if not Path(path).is_file():
             raise EnvError(f"wheel of {dist} not found: {path}")
-    key = environment_key(build, wheel_sha256(torch_wheel), extras)
+    torch_sha = wheel_sha256(torch_wheel)
+    built_against = _built_against(build)
+    if built_against and built_against != torch_sha:
+        raise EnvError(
+            f"the backend wheels were built against torch {built_against[:12]}, not {torch_wheel.name} "
+            f"({torch_sha[:12]}): a native extension only loads with the torch it was compiled against"
+        )
+    key = environment_key(build, torch_sha, extras)
     root = cache / "envs"
     path = root / key[:16]
     record = {"key": key, "torch": torch_wheel.name, "wheels": build.wheel_sha256, "extras": sorted(extras)}
@@ -164,6 +172,18 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
         install(python, [str(torch_wheel), *requirements(build, extras)], [torch_wheel.parent], log)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return python
+
+
+def _built_against(build: BuildResult) -> str:
+    """The torch sha256 the build's manifest (beside its log) records, or "" when there is none."""
+    if not build.log:
+        return ""
+    try:
+        manifest = json.loads((Path(build.log).parent / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    torch = manifest.get("torch") if isinstance(manifest, dict) else None
+    return str(torch.get("sha256", "")) if isinstance(torch, dict) else ""
 
 
 def _recorded_key(path: Path) -> str:
