@@ -172,15 +172,18 @@ def _shard_pass(
     return done
 
 
-def retry(suite: Suite, nodeid: str, limits: Limits, workdir: Path, attempt: int) -> dict[str, Any] | None:
-    """One failed test, alone, in a fresh process; its record, or None if it reported nothing."""
-    retry_dir = workdir / "retries" / f"{_safe(nodeid)}-{attempt}"
+def retry(suite: Suite, nodeids: Sequence[str], limits: Limits, workdir: Path, attempt: int) -> dict[str, dict]:
+    """Failed tests again, each alone in a fresh process: one pytest run whose plugin forks a new process per test
+    (`--testreuse-isolation fork`), so nothing a previous test did to the process or the device carries over."""
+    retry_dir = workdir / "retries" / f"attempt-{attempt}"
     retry_dir.mkdir(parents=True, exist_ok=True)
     results = retry_dir / "results.jsonl"
-    args = [nodeid, "--testreuse-results", str(results), "--testreuse-timeout", str(limits.test_timeout)]
-    done = _run(_pytest(suite, *args), retry_dir, _environ(suite), limits.test_timeout * 2 + 60)
+    args = [*nodeids, "--testreuse-results", str(results), "--testreuse-isolation", "fork",
+            "--testreuse-timeout", str(limits.test_timeout)]  # fmt: skip
+    timeout = (limits.test_timeout + 30) * len(nodeids) + 300
+    done = _run(_pytest(suite, *args), retry_dir, _environ(suite), timeout)
     (retry_dir / "pytest.log").write_text(done.output, encoding="utf-8")
-    return _last_by_nodeid(results).get(nodeid)
+    return _last_by_nodeid(results)
 
 
 def run_suite(
@@ -227,15 +230,17 @@ def run_suite(
         if record and "signal" in record:
             test.failure.setdefault("signal", record["signal"])
         outcomes.append(test)
-    failing = [t for t in outcomes if t.outcome in FAILING]
-    for number, test in enumerate(failing, 1):
-        progress(f"retrying {test.nodeid}", number, len(failing))
-        for attempt in range(1, limits.retries + 1):
-            again = outcome_of(retry(suite, test.nodeid, limits, workdir, attempt))
-            test.attempts.append(again)
-            if again not in FAILING:
-                test.outcome = again
-                break
+    for attempt in range(1, limits.retries + 1):
+        failing = [t for t in outcomes if t.outcome in FAILING]
+        if not failing:
+            break
+        progress(f"retry {attempt}: {len(failing)} failed tests", 0, len(failing))
+        again = retry(suite, [t.nodeid for t in failing], limits, workdir, attempt)
+        for test in failing:
+            outcome = outcome_of(again.get(test.nodeid))
+            test.attempts.append(outcome)
+            if outcome not in FAILING:
+                test.outcome = outcome
     return [run.result for run in runs], outcomes
 
 

@@ -1,0 +1,71 @@
+"""crcr's runner under real device faults: the simulator's fault injection crashes, hangs and fails transiently in
+two shards (a fault counts kernel launches per process, and a crash or a hang replaces the test worker, so a hang
+and a crash cannot both recur in one shard's workers); the healthy shard finishes, no selected test is lost,
+retries and classification say what happened."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from crcr.ci import runner
+from crcr.ci.classify import classify
+from testreuse.loader import embedded_configs
+
+SHARD_FAULTS = {1: {"RINGSIM_FAULT": "transient@15,abort@120"}, 2: {"RINGSIM_FAULT": "hang@120"}}
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list[runner.TestOutcome], runner.Collected]:
+    configs = tmp_path_factory.mktemp("configs")
+    for name in ("00-ring-device.yaml", "test_view_ops.yaml", "test_shape_ops.yaml"):
+        shutil.copy(embedded_configs() / name, configs / name)
+    suite = runner.Suite(Path(sys.executable), configs, None, "ring")
+    work = tmp_path_factory.mktemp("work")
+    collected = runner.collect(suite, work)
+    plan = runner.plan_shards(suite, collected.selected, work / "durations.json", "faults", 3, work)
+    limits = runner.Limits(shards=3, parallel=2, retries=1, test_timeout=8, shard_timeout=600)
+    shards, tests = runner.run_suite(suite, collected, plan, limits, work, shard_env=SHARD_FAULTS)
+    return shards, tests, collected
+
+
+def _first_attempt(test: runner.TestOutcome) -> runner.TestOutcome:
+    """The test as it stood before its retries."""
+    return dataclasses.replace(test, outcome=test.attempts[0], attempts=test.attempts[:1])
+
+
+def test_the_other_shards_finish_and_no_test_is_lost(faulted) -> None:
+    shards, tests, collected = faulted
+    assert sorted(t.nodeid for t in tests) == sorted(collected.selected)
+    assert all(t.outcome != "not_run" for t in tests)
+    healthy = [t for t in tests if t.shard not in SHARD_FAULTS]
+    assert healthy
+    assert {t.outcome for t in healthy} <= {"passed", "xfailed"}
+    assert all(s.exit_status == 0 for s in shards if s.index not in SHARD_FAULTS)
+
+
+def test_each_fault_shows_in_the_first_attempt_and_passes_alone_on_retry(faulted) -> None:
+    _, tests, _ = faulted
+    first = Counter(t.attempts[0] for t in tests)
+    assert first["crashed"] >= 1
+    assert first["timeout"] >= 1
+    transient = [t for t in tests if "TransientDeviceError" in str(t.failure.get("type", ""))]
+    assert transient
+    faulted_tests = [t for t in tests if t.attempts[0] in ("crashed", "timeout", "failed")]
+    assert all(t.flaky and t.outcome == "passed" for t in faulted_tests)
+    assert {classify(t, {"backend"}).klass for t in faulted_tests} == {"flake"}
+
+
+def test_before_retries_the_faults_are_classified_by_what_the_device_did(faulted) -> None:
+    _, tests, _ = faulted
+    classes: dict[str, set[str]] = {}
+    for test in map(_first_attempt, tests):
+        if test.failing:
+            classes.setdefault(test.outcome, set()).add(classify(test, set()).klass)
+    assert classes["crashed"] == {"backend"}
+    assert classes["timeout"] == {"backend"}
+    assert classes["failed"] == {"infra"}  # the transient device error
