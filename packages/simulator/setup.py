@@ -12,7 +12,7 @@ setup(
             name="ringsim._C",
             sources=sorted(str(p) for p in csrc.rglob("*.cpp")),
             include_dirs=[str(csrc.resolve())],
-            extra_compile_args=["-O2", "-std=c++17"],
+            extra_compile_args=["-O2", "-std=c++20"],  # torch 2.14 headers require C++20
         )
     ],
     # ninja compiles the sources in parallel and rebuilds only what changed; without it torch falls back to distutils.
