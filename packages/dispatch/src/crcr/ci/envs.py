@@ -101,7 +101,7 @@ def locked(path: Path) -> Iterator[None]:
 def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
     """The backend wheels as `dist[extras] @ file://...` requirements, then every other extra as it is.
 
-    An extra naming a built wheel (`tributary-simulator[test]`) adds that wheel's extras; anything else
+    An extra naming a built wheel (`tributary-testreuse[test]`) adds that wheel's extras; anything else
     (`pytest-split>=0.10`) is a requirement installed from the registries.
     """
     wheels = {_normalize(dist): (dist, Path(path)) for dist, path in build.wheels.items()}
