@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
@@ -30,12 +31,12 @@ class RichProgress:
     def phase(self, combination: str, text: str) -> None:
         self.bars.update(self._task(combination), description=text)
         if not self.live:
-            self.console.print(f"[{combination}] {text}", highlight=False)
+            self.console.print(escape(f"[{combination}] {text}"), highlight=False)
 
     def tests(self, combination: str, done: int, total: int) -> None:
         self.bars.update(self._task(combination), completed=done, total=total)
         if not self.live:
-            self.console.print(f"[{combination}] tests {done}/{total}", highlight=False)
+            self.console.print(escape(f"[{combination}] tests {done}/{total}"), highlight=False)
 
     def close(self) -> None:
         self.bars.stop()
