@@ -75,6 +75,8 @@ class Classification:
 class TestOutcome:
     """One selected test of one combination: its final outcome and every attempt that led to it."""
 
+    __test__ = False  # a record of a test, not one for pytest to collect
+
     nodeid: str
     outcome: Outcome
     mode: str = ""  # the testreuse bucket: mandatory_success, xfail, xfail_strict, skip

@@ -14,7 +14,7 @@ import os
 import platform
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -23,6 +23,7 @@ from crcr.ci import attribution, build, combinations, compat, cores, envs, histo
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.model import (
+    FAILING,
     Artifact,
     Combination,
     CombinationResult,
@@ -79,7 +80,7 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     _upstream_from_core_matrix(record.combinations)
     for result in record.combinations:
         if result.combination.matrix == "primary":
-            _attribute_failures(ctx, result, run_dir / "attribution")
+            attribute_failures(ctx, result, run_dir / "attribution")
     previous = history.previous_green_outcomes(ctx.history, [r.combination.name for r in record.combinations])
     for result in record.combinations:
         result.regressions, result.fixes = report.regressions_and_fixes(result, previous.get(result.combination.name))
@@ -186,22 +187,29 @@ def _build_failure_mover(ctx: Context, checkout: Path, combination: Combination)
     return "core" if probe.ok else "backend"
 
 
-def _attribute_failures(ctx: Context, result: CombinationResult, workdir: Path) -> None:
+def attribute_failures(
+    ctx: Context,
+    result: CombinationResult,
+    workdir: Path,
+    suite_of: Callable[[Combination], runner.Suite | None] | None = None,
+) -> None:
     """When more than one candidate moved since the last green run, rerun the failures with each moved candidate
-    pinned back, and record which candidate each failure follows."""
+    pinned back (`suite_of` sets a probe up; by default it is built like any combination, None if it cannot be),
+    and record which candidate each failure follows."""
     failing = [t.nodeid for t in result.tests if t.failing]
     last = history.last_green(ctx.history, result.combination.name)
     if not failing or last is None:
         return
     probes = attribution.plan_attribution(result.combination, last[1], failing)
+    if not probes:
+        return
     passing: dict[str, set[str]] = {}
     pinned: dict[str, str] = {}
     for probe in probes:
         ctx.progress.phase(result.combination.name, f"attributing: {probe.name}")
         pinned[probe.name] = attribution.pinned_kind(probe)
-        passing[probe.name] = _probe_passing(ctx, probe, failing, workdir / _safe(probe.name))
-    if not probes:
-        return
+        suite = (suite_of or (lambda c: built_suite(ctx, c)))(probe)
+        passing[probe.name] = set() if suite is None else _passing(ctx, suite, failing, workdir / _safe(probe.name))
     follows = attribution.attribute(failing, passing, pinned)
     moved = moved_since(result.combination, last[1])
     for test in result.tests:
@@ -210,17 +218,21 @@ def _attribute_failures(ctx: Context, result: CombinationResult, workdir: Path) 
             test.classification = classify(test, moved, "")
 
 
-def _probe_passing(ctx: Context, probe: Combination, nodeids: list[str], workdir: Path) -> set[str]:
-    """The given tests that pass in the probe combination (built and set up like any other)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    checkout = worktrees.checkout(ctx.repo, probe.backend.sha, ctx.cache)
-    wheel = cores.torch_wheel(probe.core.name, ctx.cache)
+def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
+    """A combination's backend built against its core, in its environment; None when the build fails."""
+    checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
+    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
     built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
     if not built.ok:
-        return set()
-    suite = suite_for(ctx, probe, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+        return None
+    return suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+
+
+def _passing(ctx: Context, suite: runner.Suite, nodeids: list[str], workdir: Path) -> set[str]:
+    """The given tests that pass in a probe's suite."""
+    workdir.mkdir(parents=True, exist_ok=True)
     run = runner.run_shard(suite, 1, nodeids, nodeids, limits(ctx.config), workdir)
-    return {n for n, r in run.records.items() if r.get("outcome") in ("passed", "xfailed", "skipped")}
+    return {n for n, r in run.records.items() if r.get("outcome") not in FAILING}
 
 
 def _upstream_from_core_matrix(results: list[CombinationResult]) -> None:
