@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,11 +38,11 @@ def _observe(configs: Path, torch_root: Path, workers: int, keep: Path | None) -
         if not results.is_file():
             last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["no output"]
             raise SystemExit(f"error: the observation run wrote no results (exit {run.returncode}): {last[0]}")
-        if keep is not None:
-            shutil.copyfile(results, keep)
         records = [json.loads(line) for line in results.read_text().splitlines()]
     for record in records:
         record["rule"] = str(record.get("rule", "")).replace(str(copy.resolve()), str(configs.resolve()))
+    if keep is not None:  # rules point at the original configs, so `testreuse triage KEEP --config DIR` works
+        keep.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
     return records
 
 
