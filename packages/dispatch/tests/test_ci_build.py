@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from crcr.ci.build import BuildError, build_backend, first_error, members
+from crcr.ci.build import BuildError, build_backend, first_error, members, source_key
 from crcr.ci.worktrees import checkout, resolve_ref
 
 UV_BUILD = '[build-system]\nrequires = ["uv_build>=0.13,<0.14"]\nbuild-backend = "uv_build"\n'
@@ -119,7 +119,7 @@ def test_build_once_then_cached(repo: Path, cache: Path, torch: Path) -> None:
     assert not result.cached
     assert sorted(result.wheels) == ["tmp-alpha", "tmp-beta"]
     out = Path(result.log).parent
-    assert out.name.startswith(resolve_ref(repo, "good")[:12] + "-")
+    assert out.name.startswith(source_key(tree)[:12] + "-")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["torch"]["version"] == "9.9.0"
     assert manifest["torch"]["sha256"] == hashlib.sha256(torch.read_bytes()).hexdigest()
@@ -229,3 +229,17 @@ def test_parallel_legs_build_once(repo: Path, cache: Path, tmp_path: Path) -> No
     assert all(r.ok for r in results)
     assert sorted(r.cached for r in results) == [False, True]
     assert results[0].wheel_sha256 == results[1].wheel_sha256
+
+
+def test_a_commit_that_leaves_the_packages_alone_reuses_the_build(repo: Path, cache: Path, torch: Path) -> None:
+    first = build_backend(checkout(repo, resolve_ref(repo, "good"), cache), torch, cache)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "good"], check=True)
+    (repo / "NOTES.md").write_text("docs only\n")
+    subprocess.run(["git", "-C", str(repo), "add", "NOTES.md"], check=True)
+    who = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(repo), *who, "commit", "-qm", "docs"], check=True)
+    docs = resolve_ref(repo, "HEAD")
+    again = build_backend(checkout(repo, docs, cache), torch, cache)
+    assert docs != resolve_ref(repo, "good")
+    assert again.cached
+    assert again.wheel_sha256 == first.wheel_sha256

@@ -33,7 +33,7 @@ def _ci(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     print(f"{record.verdict}: {run_dir / 'report.html'}")
-    return 0 if record.verdict == "green" else 1
+    return 0 if record.verdict.startswith("green") else 1
 
 
 def _reproduce(args: argparse.Namespace) -> int:

@@ -1,9 +1,10 @@
 """Backend builds: every workspace member of one worktree built into wheels once per (backend sha, torch wheel).
 
 A native member links against libtorch, so its wheel is only valid for the torch it was compiled against: the
-output folder `cache/builds/<backend sha12>-<torch sha256[:12]>/` is keyed by both, and its `manifest.json` records
-each wheel's sha256 and the torch wheel's version and sha256. Members build without isolation in a build venv per
-torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A failed build is a result
+output folder `cache/builds/<source key12>-<torch sha256[:12]>/` is keyed by both (the source key: git's tree
+of `packages/` and the workspace pyproject, so commits that touch neither share a build), and its `manifest.json`
+records each wheel's sha256 and the torch wheel's version and sha256. Members build without isolation in a build venv
+per torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A failed build is a result
 (`ok=False` with the compiler's first error line), never an exception, and leaves no wheels behind. A compile
 failure is remembered too (the same sources against the same torch fail the same way); any other failure is not.
 uv runs with `--no-config`: a worktree's `[tool.uv]` settings (its find-links folder, say) are for its developers.
@@ -122,6 +123,16 @@ def _git_sha(worktree: Path) -> str:
     return result.stdout.strip()
 
 
+def source_key(worktree: Path) -> str:
+    """What goes into the wheels: git's tree of `packages/` and the workspace's pyproject at this commit. Commits
+    that change neither (docs, configs, top-level tests) share one build."""
+    parts = []
+    for spec in ("HEAD:packages", "HEAD:pyproject.toml"):
+        result = subprocess.run(["git", "-C", str(worktree), "rev-parse", spec], capture_output=True, text=True)
+        parts.append(result.stdout.strip() if result.returncode == 0 else "")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
 def _cached(out: Path, torch_sha: str) -> BuildResult | None:
     """The recorded result, if it is for this torch and every wheel it names still has its recorded hash."""
     try:
@@ -197,7 +208,7 @@ def build_backend(
     wanted = members(worktree)
     sha = _git_sha(worktree)
     torch_sha = wheel_sha256(torch_wheel)
-    out = cache / "builds" / f"{sha[:12]}-{torch_sha[:12]}"
+    out = cache / "builds" / f"{source_key(worktree)[:12]}-{torch_sha[:12]}"
     with locked(cache / "builds" / f".{out.name}.lock"):
         if not force and (found := _cached(out, torch_sha)) is not None:
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")

@@ -250,13 +250,17 @@ def _upstream_from_core_matrix(results: list[CombinationResult]) -> None:
 
 
 def _verdict(results: list[CombinationResult]) -> str:
-    bad = [r for r in results if r.status not in ("passed", "incompatible")]
+    """Red when HEAD fails against any core; older backend refs are shown, not judged (their code is history)."""
+    judged = [r for r in results if r.combination.matrix != "backend"]
+    bad = [r for r in judged if r.status not in ("passed", "incompatible")]
+    older = [r for r in results if r.combination.matrix == "backend" and r.status != "passed"]
+    shown = "; older refs: " + ", ".join(f"{r.combination.name} {r.status}" for r in older) if older else ""
     if not bad:
-        return "green"
-    classes = [t.classification for r in results for t in r.tests if t.failing and t.classification]
+        return "green" + (f" ({shown.removeprefix('; ')})" if shown else "")
+    classes = [t.classification for r in judged for t in r.tests if t.failing and t.classification]
     worst = verdict(classes) if classes else ""
     names = ", ".join(f"{r.combination.name} {r.status}" for r in bad)
-    return f"red: {names}" + (f" (worst failure class: {worst})" if worst else "")
+    return f"red: {names}" + (f" (worst failure class: {worst})" if worst else "") + shown
 
 
 def _artifacts(run_dir: Path, results: list[CombinationResult]) -> list[Artifact]:
