@@ -105,7 +105,7 @@ def test_unresolvable_install_is_one_line(parts: tuple[Path, BuildResult, Path],
     torch, _, cache = parts
     pinned = make_wheel(tmp_path, "tmp-pinned", "0.1.0", ("torch==1.0.0",))
     with pytest.raises(EnvError, match="could not install") as info:
-        environment(built(pinned), torch, [], cache)
+        environment(built(pinned), torch, ["tmp-pinned"], cache)
     assert "\n" not in str(info.value)
 
 
@@ -125,3 +125,9 @@ def test_torch_must_be_the_one_built_against(parts: tuple[Path, BuildResult, Pat
     against_other = BuildResult(True, build.wheels, build.wheel_sha256, log=str(out / "build.log"))
     with pytest.raises(EnvError, match=r"built against torch 000000000000, not torch-9\.9\.0"):
         environment(against_other, torch, [], cache)
+
+
+def test_only_the_wheels_the_profile_names_are_installed(parts: tuple[Path, BuildResult, Path]) -> None:
+    _, build, _ = parts
+    found = requirements(build, ["tmp-beta"])
+    assert [r.split(" @ ")[0] for r in found] == ["tmp-beta"]  # tmp-alpha (another backend, say) stays out

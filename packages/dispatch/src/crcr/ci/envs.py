@@ -99,24 +99,27 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
-    """The backend wheels as `dist[extras] @ file://...` requirements, then every other extra as it is.
+    """The named backend wheels as `dist[extras] @ file://...` requirements, then every other extra as it is.
 
-    An extra naming a built wheel (`tributary-testreuse[test]`) adds that wheel's extras; anything else
-    (`pytest-split>=0.10`) is a requirement installed from the registries.
+    An extra naming a built wheel (`tributary-testreuse[test]`) installs that wheel with those extras; wheels no
+    extra names are not installed (a device profile picks its backend's packages; another backend's package could
+    register a second privateuse1 device), unless a named one depends on them (they resolve from the build folder).
+    Anything else (`pytest-split>=0.10`) is a requirement installed from the registries.
     """
     wheels = {_normalize(dist): (dist, Path(path)) for dist, path in build.wheels.items()}
-    chosen: dict[str, set[str]] = {key: set() for key in wheels}
+    chosen: dict[str, set[str]] = {}
     also: list[str] = []
     for item in extras:
         match = _EXTRA.match(item) or _PLAIN.match(item)
         name = _normalize(match.group(1)) if match else ""
         if name in wheels:
+            chosen.setdefault(name, set())
             if match and match.lastindex == 2:
                 chosen[name] |= {e.strip() for e in match.group(2).split(",") if e.strip()}
         elif item.strip():
             also.append(item.strip())
     found = []
-    for key, (dist, path) in sorted(wheels.items()):
+    for key, (dist, path) in sorted((k, wheels[k]) for k in chosen):
         suffix = f"[{','.join(sorted(chosen[key]))}]" if chosen[key] else ""
         found.append(f"{dist}{suffix} @ {path.resolve().as_uri()}")
     return found + also
@@ -169,7 +172,8 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
         log = root / f"{key[:16]}.log"
         log.write_text("")
         python = venv(path, log)
-        install(python, [str(torch_wheel), *requirements(build, extras)], [torch_wheel.parent], log)
+        built = [Path(p).parent for p in build.wheels.values()][:1]
+        install(python, [str(torch_wheel), *requirements(build, extras)], [torch_wheel.parent, *built], log)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return python
 
