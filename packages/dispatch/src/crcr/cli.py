@@ -37,7 +37,7 @@ def _ci(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    differences = reproduce(Path(args.run_dir), Path(args.repo).resolve(), print)
+    differences = reproduce(Path(args.run_dir).resolve(), Path(args.repo).resolve(), print)
     for line in differences:
         print(line)
     print(f"{len(differences)} outcome(s) differ" if differences else "every outcome is the same")

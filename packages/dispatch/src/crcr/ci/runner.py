@@ -79,6 +79,7 @@ def _pytest(suite: Suite, *args: str) -> list[str]:
 
 def collect(suite: Suite, workdir: Path) -> Collected:
     """A collect-only run with the plugin: the cases and their modes, exactly as the shards will see them."""
+    workdir = workdir.resolve()  # the children run elsewhere (cwd): every path they get is absolute
     workdir.mkdir(parents=True, exist_ok=True)
     plan = workdir / "collected.jsonl"
     plan.unlink(missing_ok=True)
@@ -91,6 +92,7 @@ def collect(suite: Suite, workdir: Path) -> Collected:
 
 def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str, shards: int, workdir: Path) -> dict:
     """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated)."""
+    workdir, durations = workdir.resolve(), durations.resolve()
     tests = workdir / "selected.txt"
     tests.write_text("".join(f"{n}\n" for n in selected), encoding="utf-8")
     output = workdir / "plan.json"
@@ -105,7 +107,8 @@ def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str
 
 def merge_durations(suite: Suite, durations: Path, key: str, results: Sequence[Path], workdir: Path) -> None:
     """Fold this run's per-test times into the durations store the next plan reads."""
-    present = [str(p) for p in results if p.exists() and p.stat().st_size]
+    present = [str(p.resolve()) for p in results if p.exists() and p.stat().st_size]
+    durations = durations.resolve()
     if not present:
         return
     argv = [str(suite.python), "-m", "testreuse.shards", "merge", "--store", str(durations), "--job", "ci",
@@ -140,7 +143,7 @@ def run_shard(
     extra_env: Mapping[str, str] | None = None,
 ) -> ShardRun:
     """Run one shard; if the process dies before every test reported, rerun only the tests still missing, once."""
-    shard_dir = workdir / f"shard-{index}"
+    shard_dir = workdir.resolve() / f"shard-{index}"
     shard_dir.mkdir(parents=True, exist_ok=True)
     results, log = shard_dir / "results.jsonl", shard_dir / "pytest.log"
     started = time.monotonic()
@@ -175,7 +178,7 @@ def _shard_pass(
 def retry(suite: Suite, nodeids: Sequence[str], limits: Limits, workdir: Path, attempt: int) -> dict[str, dict]:
     """Failed tests again, each alone in a fresh process: one pytest run whose plugin forks a new process per test
     (`--testreuse-isolation fork`), so nothing a previous test did to the process or the device carries over."""
-    retry_dir = workdir / "retries" / f"attempt-{attempt}"
+    retry_dir = workdir.resolve() / "retries" / f"attempt-{attempt}"
     retry_dir.mkdir(parents=True, exist_ok=True)
     results = retry_dir / "results.jsonl"
     args = [*nodeids, "--testreuse-results", str(results), "--testreuse-isolation", "fork",
