@@ -69,3 +69,25 @@ def test_before_retries_the_faults_are_classified_by_what_the_device_did(faulted
     assert classes["crashed"] == {"backend"}
     assert classes["timeout"] == {"backend"}
     assert classes["failed"] == {"infra"}  # the transient device error
+
+
+def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path: Path) -> None:
+    """Without crash isolation a device abort takes the whole shard process down: the tests it finished keep their
+    results, the rest run again in one rerun, and what that leaves is retried alone."""
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    for name in ("00-ring-device.yaml", "test_view_ops.yaml"):
+        shutil.copy(embedded_configs() / name, configs / name)
+    suite = runner.Suite(Path(sys.executable), configs, None, "ring")
+    collected = runner.collect(suite, tmp_path)
+    plan = runner.plan_shards(suite, collected.selected, tmp_path / "durations.json", "dies", 1, tmp_path)
+    dies = {1: {"RINGSIM_FAULT": "abort@40", "PYTEST_ADDOPTS": "--testreuse-isolation none"}}
+    limits = runner.Limits(shards=1, parallel=1, retries=1, test_timeout=30, shard_timeout=600)
+    shards, tests = runner.run_suite(suite, collected, plan, limits, tmp_path, shard_env=dies)
+    assert shards[0].reran
+    assert shards[0].exit_status not in runner.FINISHED
+    first = Counter(t.attempts[0] for t in tests)
+    assert first["passed"] > 0  # finished before the first abort: kept, not rerun
+    assert first["not_run"] + first["crashed"] + first["error"] > 0  # the rerun died too, at the same launch count
+    assert sorted(t.nodeid for t in tests) == sorted(collected.selected)
+    assert {t.outcome for t in tests} <= {"passed", "xfailed"}  # what the shard never finished passed alone
