@@ -28,7 +28,7 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list[runner
     work = tmp_path_factory.mktemp("work")
     collected = runner.collect(suite, work)
     plan = runner.plan_shards(suite, collected.selected, work / "durations.json", "faults", 3, work)
-    limits = runner.Limits(shards=3, parallel=2, retries=1, test_timeout=8, shard_timeout=600)
+    limits = runner.Limits(parallel=2, retries=1, test_timeout=8, shard_timeout=600)
     shards, tests = runner.run_suite(suite, collected, plan, limits, work, shard_env=SHARD_FAULTS)
     return shards, tests, collected
 
@@ -82,7 +82,7 @@ def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path
     collected = runner.collect(suite, tmp_path)
     plan = runner.plan_shards(suite, collected.selected, tmp_path / "durations.json", "dies", 1, tmp_path)
     dies = {1: {"RINGSIM_FAULT": "abort@40", "PYTEST_ADDOPTS": "--testreuse-isolation none"}}
-    limits = runner.Limits(shards=1, parallel=1, retries=1, test_timeout=30, shard_timeout=600)
+    limits = runner.Limits(parallel=1, retries=1, test_timeout=30, shard_timeout=600)
     shards, tests = runner.run_suite(suite, collected, plan, limits, tmp_path, shard_env=dies)
     assert shards[0].reran
     assert shards[0].exit_status not in runner.FINISHED

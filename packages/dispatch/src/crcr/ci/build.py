@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .cores import wheel_sha256, wheel_version
+from .digest import file_sha256
 from .envs import EnvError, find_uv, install, locked, python_of, venv
 from .model import BuildResult
 
@@ -60,14 +61,6 @@ def _normalize(name: str) -> str:
 def _requirement_name(requirement: str) -> str:
     match = _NAME.match(requirement)
     return _normalize(match.group(1)) if match else ""
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _toml(path: Path) -> dict:
@@ -149,7 +142,7 @@ def _cached(out: Path, torch_sha: str) -> BuildResult | None:
     wheels, hashes = {}, {}
     for dist, entry in manifest.get("wheels", {}).items():
         path = out / entry["file"]
-        if not path.is_file() or _file_sha256(path) != entry["sha256"]:
+        if not path.is_file() or file_sha256(path) != entry["sha256"]:
             return None
         wheels[dist], hashes[dist] = str(path), entry["sha256"]
     return BuildResult(ok=True, wheels=wheels, wheel_sha256=hashes, log=log, cached=True)
@@ -277,7 +270,7 @@ def _build(
             _write_manifest(out, manifest)
             log(f"build {out.name}: {member.distribution} failed: {error}")
             return BuildResult(ok=False, first_error=error, log=str(logfile))
-        wheels[member.distribution] = {"file": new[0].name, "sha256": _file_sha256(new[0])}
+        wheels[member.distribution] = {"file": new[0].name, "sha256": file_sha256(new[0])}
     for entry in wheels.values():
         (scratch / entry["file"]).replace(out / entry["file"])
     shutil.rmtree(scratch)

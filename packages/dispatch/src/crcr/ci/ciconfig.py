@@ -88,12 +88,12 @@ class _Fields:
                 raise self._fail(f"{name}[{index}]", "expected a non-empty string")
         return tuple(str(v) for v in value)
 
-    def number(self, name: str, default: float, *, integer: bool = False) -> float:
+    def number(self, name: str, default: float, *, integer: bool = False, minimum: float = 1) -> float:
         value = self.data.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
             raise self._fail(name, f"expected {'an integer' if integer else 'a number'}")
-        if value <= 0 and not (integer and value == 0 and name == "retries"):
-            raise self._fail(name, "must be positive")
+        if value < minimum:
+            raise self._fail(name, f"must be at least {minimum:g}")
         return value
 
     def mapping(self, name: str) -> dict[str, Any]:
@@ -129,9 +129,9 @@ def load_ci_config(path: Path) -> CIConfig:
         shards=int(shards.number("count", 2, integer=True)),
         parallel_shards=int(shards.number("parallel", 2, integer=True)),
         workers_per_shard=int(shards.number("workers", 1, integer=True)),
-        retries=int(top.number("retries", 1, integer=True)),
-        test_timeout=float(timeouts.number("test", 300.0)),
-        shard_timeout=float(timeouts.number("shard", 3600.0)),
+        retries=int(top.number("retries", 1, integer=True, minimum=0)),
+        test_timeout=float(timeouts.number("test", 300.0, minimum=0.001)),
+        shard_timeout=float(timeouts.number("shard", 3600.0, minimum=0.001)),
         matrices=matrices,
         source=path,
     )

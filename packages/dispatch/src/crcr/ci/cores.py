@@ -10,7 +10,6 @@ counts as complete only once a marker is written after a successful download; an
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import json
 import os
@@ -19,6 +18,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from .digest import file_sha256
 
 INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
 MARKER = ".tributary-complete.json"
@@ -137,9 +138,5 @@ def wheel_sha256(path: Path) -> str:
         if recorded.get("wheel") == path.name and (recorded.get("size"), recorded.get("mtime_ns")) == key[1:]:
             _HASHES[key] = str(recorded["sha256"])
             return _HASHES[key]
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        _HASHES[key] = digest.hexdigest()
+        _HASHES[key] = file_sha256(path)
     return _HASHES[key]

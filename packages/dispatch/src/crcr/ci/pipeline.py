@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
 import json
 import os
 import platform
@@ -22,6 +21,7 @@ from typing import Protocol
 from crcr.ci import attribution, build, combinations, compat, cores, envs, history, report, runner, worktrees
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.classify import classify, moved_since, verdict
+from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
     FAILING,
     Artifact,
@@ -149,7 +149,7 @@ def run_combination(ctx: Context, combination: Combination, workdir: Path) -> Co
 
 def limits(config: CIConfig) -> runner.Limits:
     return runner.Limits(
-        shards=config.shards, parallel=config.parallel_shards, workers=config.workers_per_shard,
+        parallel=config.parallel_shards, workers=config.workers_per_shard,
         retries=config.retries, test_timeout=config.test_timeout, shard_timeout=config.shard_timeout,
     )  # fmt: skip
 
@@ -266,20 +266,12 @@ def _verdict(results: list[CombinationResult]) -> str:
 def _artifacts(run_dir: Path, results: list[CombinationResult]) -> list[Artifact]:
     found = []
     for path in sorted(p for p in run_dir.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".xml")):
-        found.append(Artifact(path.relative_to(run_dir).as_posix(), _sha256(path)))
+        found.append(Artifact(path.relative_to(run_dir).as_posix(), file_sha256(path)))
     for result in results:
         if result.build is not None:
             for wheel, digest in sorted(result.build.wheel_sha256.items()):
                 found.append(Artifact(Path(result.build.wheels.get(wheel, wheel)).name, digest))
     return found
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _log_excerpt(workdir: Path, test: TestOutcome) -> str:

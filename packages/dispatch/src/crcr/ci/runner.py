@@ -48,7 +48,6 @@ class Suite:
 
 @dataclass(frozen=True)
 class Limits:
-    shards: int = 2
     parallel: int = 2  # shards run at once
     workers: int = 1  # pytest-xdist workers inside a shard (1: none)
     retries: int = 1  # reruns of a failed test, alone, in a fresh process

@@ -1,0 +1,64 @@
+"""configs/ci.yaml and device profiles: the shipped ones load; every bad one is one line naming the file and field,
+and `crcr ci` turns it into exit 2 without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from crcr.ci.ciconfig import CIConfigError, load_ci_config, load_profile
+from crcr.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+GOOD = "device: dev\ncore: {versions: ['2.13.0', '2.14.1']}\n"
+
+
+@pytest.mark.skipif(not (REPO / "configs" / "ci.yaml").exists(), reason="run from the repository")
+def test_the_shipped_config_and_profiles_load() -> None:
+    config = load_ci_config(REPO / "configs" / "ci.yaml")
+    assert config.cores[-1] == "2.14.1"
+    for profile in sorted((REPO / "configs" / "devices").glob("*.yaml")):
+        assert load_profile(REPO / "configs", profile.stem).configs
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD + "retries: -1\n", "retries: must be at least 0"),
+        (GOOD + "retries: true\n", "retries: expected an integer"),
+        (GOOD + "shards: {count: 0}\n", "shards.count: must be at least 1"),
+        (GOOD + "shards: {cuont: 2}\n", "shards.cuont: unknown field"),
+        (GOOD + "timeouts: {test: 0}\n", "timeouts.test: must be at least 0.001"),
+        (GOOD + "matrices: [sideways]\n", "matrices[0]: 'sideways' is not a matrix"),
+        (GOOD + "backend: {refs: main}\n", "backend.refs: expected a list of strings"),
+        ("core: {versions: ['2.13.0']}\n", "device: required"),
+        ("device: dev\ncore: {versions: []}\n", "core.versions: required"),
+        ("device: [unclosed\n", "not YAML"),
+        ("- a list\n", "top level: expected a mapping"),
+    ],
+)
+def test_a_bad_ci_config_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(text)
+    with pytest.raises(CIConfigError) as info:
+        load_ci_config(path)
+    assert str(info.value).startswith(f"{path}")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_bad_profile_and_an_unknown_device_are_one_line(tmp_path: Path) -> None:
+    (tmp_path / "devices").mkdir()
+    (tmp_path / "devices" / "dev.yaml").write_text("device: dev\nconfigs: {elsewhere: x}\n")
+    with pytest.raises(CIConfigError, match=r"dev\.yaml: configs\.elsewhere: expected embedded/upstream"):
+        load_profile(tmp_path, "dev")
+    with pytest.raises(CIConfigError, match=r"no device profile 'other' \(profiles: dev\)"):
+        load_profile(tmp_path, "other")
+
+
+def test_crcr_ci_with_a_bad_config_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_bytes(b"device: caf\xe9\n")
+    assert main(["ci", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {path}: not UTF-8 text\n"
