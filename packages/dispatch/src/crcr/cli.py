@@ -44,9 +44,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 1 if differences else 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crcr", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_ci(sub: argparse._SubParsersAction) -> None:
     ci = sub.add_parser("ci", help="run the downstream CI job: every combination, sharded, retried, reported")
     ci.add_argument("--config", default="configs/ci.yaml", help="the CI config (default: configs/ci.yaml)")
     ci.add_argument("--device", help="a device profile in configs/devices/ (default: the config's device)")
@@ -55,10 +53,25 @@ def _parser() -> argparse.ArgumentParser:
     ci.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this combination")
     ci.add_argument("--event", default="manual", help="what triggered the run, for the record")
     ci.set_defaults(run=_ci)
+
+
+def _add_reproduce(sub: argparse._SubParsersAction) -> None:
     again = sub.add_parser("reproduce", help="rerun a recorded run's combinations from its artifacts; print diffs")
     again.add_argument("run_dir", help="a run directory (holding record.json)")
     again.add_argument("--repo", default=".", help="the backend repository (default: .)")
     again.set_defaults(run=_reproduce)
+
+
+#: The subcommands, in the order `--help` lists them: each adds its parser and sets `run` to a function
+#: (args) -> exit code.
+COMMANDS = (_add_ci, _add_reproduce)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crcr", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(sub)
     return parser
 
 
