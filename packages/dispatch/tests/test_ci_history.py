@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from crcr.ci.history import HistoryError, last_green, previous, previous_green_outcomes, record_run, runs
+from crcr.ci.history import HistoryError, Scope, last_green, previous, record_run, runs
 from crcr.ci.model import Candidate, Combination, CombinationResult, RunRecord
 from crcr.ci.model import TestOutcome as Case
 
@@ -24,7 +24,9 @@ def combination(name: str, backend_sha: str, core_version: str, matrix: str = "p
     )
 
 
-def run_record(run_id: str, started: str, backend_sha: str, outcomes: dict[str, str], status: str) -> RunRecord:
+def run_record(
+    run_id: str, started: str, backend_sha: str, outcomes: dict[str, str], status: str, device: str = "dev"
+) -> RunRecord:
     primary = CombinationResult(
         combination("primary", backend_sha, "2.14.1"),
         status=status,  # type: ignore[arg-type]
@@ -43,7 +45,7 @@ def run_record(run_id: str, started: str, backend_sha: str, outcomes: dict[str, 
         started=started,
         trigger={"event": "manual"},
         environment={"python": "3.11"},
-        device="dev",
+        device=device,
         combinations=[primary, core_old, broken],
         finished=started,
         verdict="green" if status == "passed" else "red: primary failed",
@@ -76,11 +78,28 @@ def test_two_runs_round_trip(tmp_path: Path) -> None:
     assert last_green(db, "primary", before="run-1") is None
     assert last_green(db, "backend-v0.1.0") is None  # never built, never green
     assert last_green(db, "nowhere") is None
-    assert previous_green_outcomes(db, ["primary", "core-2.13.0", "backend-v0.1.0"]) == {
-        "primary": green,
-        "core-2.13.0": dict.fromkeys(red, "passed"),
-    }
+    core_green = last_green(db, "core-2.13.0")
+    assert core_green is not None
+    assert core_green[2] == dict.fromkeys(red, "passed")
     assert [r[0] for r in runs(db)] == ["run-1", "run-2"]
+
+
+def test_a_green_run_of_another_device_or_suite_is_not_this_jobs(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    record_run(db, run_record("run-1", "t1", "sha-A", {"a::x": "passed"}, "passed", device="ring"), tmp_path)
+    record_run(db, run_record("run-2", "t2", "sha-B", {"a::x": "failed"}, "failed", device="ring"), tmp_path)
+    record_run(db, run_record("run-3", "t3", "sha-C", {"a::x": "passed"}, "passed", device="other"), tmp_path)
+    ring = last_green(db, "primary", scope=Scope("ring", "embedded"))
+    assert ring is not None
+    assert ring[0] == "run-1"
+    other = last_green(db, "primary", scope=Scope("other"))
+    assert other is not None
+    assert other[0] == "run-3"
+    assert last_green(db, "primary", scope=Scope("ring", "/src/pytorch")) is None
+    assert last_green(db, "primary", scope=Scope("nowhere")) is None
+    latest = previous(db, "primary", scope=Scope("ring"))
+    assert latest is not None
+    assert latest.run_id == "run-2"
 
 
 def test_recording_a_run_again_replaces_it(tmp_path: Path) -> None:

@@ -102,29 +102,31 @@ def record_run(db: Path, run: RunRecord, run_dir: Path) -> None:
             raise
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Which runs count as the same job: one device and one suite root. A ring run's last green `primary` says
+    nothing about another device's, nor an embedded-suite run about a PyTorch checkout's. `None` matches any."""
+
+    device: str | None = None
+    suite: str | None = None  # the suite candidate's name: "embedded" or a checkout's path
+
+
+ANY = Scope()
+
+
 def last_green(
-    db: Path, combination_name: str, before: str | None = None
+    db: Path, combination_name: str, before: str | None = None, scope: Scope = ANY
 ) -> tuple[str, Combination, dict[str, str]] | None:
     """The latest run in which `combination_name` passed: (run id, its combination, nodeid -> outcome), or None.
 
     `before` (a run id) only looks at runs recorded before that one, so a run can ask after recording itself."""
-    entry = _latest(db, combination_name, before, green_only=True)
+    entry = _latest(db, combination_name, before, scope, green_only=True)
     return None if entry is None else (entry.run_id, entry.combination, entry.outcomes)
 
 
-def previous(db: Path, combination_name: str, before: str | None = None) -> Entry | None:
+def previous(db: Path, combination_name: str, before: str | None = None, scope: Scope = ANY) -> Entry | None:
     """The latest recorded result of `combination_name`, whatever its status (None if it never ran)."""
-    return _latest(db, combination_name, before, green_only=False)
-
-
-def previous_green_outcomes(db: Path, names: list[str], before: str | None = None) -> dict[str, dict[str, str]]:
-    """For the report: per combination name, the outcomes of its last green run (names never green are absent)."""
-    found: dict[str, dict[str, str]] = {}
-    for name in names:
-        green = last_green(db, name, before)
-        if green is not None:
-            found[name] = green[2]
-    return found
+    return _latest(db, combination_name, before, scope, green_only=False)
 
 
 def runs(db: Path) -> list[tuple[str, str, str]]:
@@ -134,13 +136,20 @@ def runs(db: Path) -> list[tuple[str, str, str]]:
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def _latest(db: Path, name: str, before: str | None, green_only: bool) -> Entry | None:
+def _latest(db: Path, name: str, before: str | None, scope: Scope, green_only: bool) -> Entry | None:
     with _connect(db) as conn:
         limit = _seq_limit(conn, before)
-        query = "SELECT * FROM results WHERE combination = ? AND seq < ?"
+        query = "SELECT results.* FROM results JOIN runs USING (run_id) WHERE combination = ? AND results.seq < ?"
+        params: list[object] = [name, limit]
+        if scope.device is not None:
+            query += " AND runs.device = ?"
+            params.append(scope.device)
+        if scope.suite is not None:
+            query += " AND results.suite_name = ?"
+            params.append(scope.suite)
         if green_only:
             query += " AND status = 'passed'"
-        row = conn.execute(query + " ORDER BY seq DESC LIMIT 1", (name, limit)).fetchone()
+        row = conn.execute(query + " ORDER BY results.seq DESC LIMIT 1", params).fetchone()
         if row is None:
             return None
         outcomes = dict(
@@ -225,4 +234,4 @@ def _prepare(conn: sqlite3.Connection, db: Path) -> None:
             raise
 
 
-__all__ = ["Entry", "HistoryError", "last_green", "previous", "previous_green_outcomes", "record_run", "runs"]
+__all__ = ["ANY", "Entry", "HistoryError", "Scope", "last_green", "previous", "record_run", "runs"]

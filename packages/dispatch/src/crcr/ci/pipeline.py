@@ -64,6 +64,10 @@ class Context:
     def durations(self) -> Path:
         return self.cache / "durations.json"
 
+    def scope(self, combination: Combination) -> history.Scope:
+        """The history this combination is compared against: the same device and the same suite root."""
+        return history.Scope(self.profile.name, combination.suite.name)
+
 
 def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     """The whole job; returns the record and the run directory (record.json, summary.json, report.html)."""
@@ -81,7 +85,11 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     for result in record.combinations:
         if result.combination.matrix == "primary":
             attribute_failures(ctx, result, run_dir / "attribution")
-    previous = history.previous_green_outcomes(ctx.history, [r.combination.name for r in record.combinations])
+    previous = {
+        r.combination.name: green[2]
+        for r in record.combinations
+        if (green := history.last_green(ctx.history, r.combination.name, scope=ctx.scope(r.combination)))
+    }
     for result in record.combinations:
         result.regressions, result.fixes = report.regressions_and_fixes(result, previous.get(result.combination.name))
     record.verdict = _verdict(record.combinations)
@@ -135,7 +143,7 @@ def run_combination(ctx: Context, combination: Combination, workdir: Path) -> Co
     )  # fmt: skip
     results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
     runner.merge_durations(suite, ctx.durations, name, results, workdir)
-    last = history.last_green(ctx.history, name)
+    last = history.last_green(ctx.history, name, scope=ctx.scope(combination))
     moved = moved_since(combination, last[1] if last else None)
     for test in tests:
         if test.failing or test.flaky:
@@ -197,7 +205,7 @@ def attribute_failures(
     pinned back (`suite_of` sets a probe up; by default it is built like any combination, None if it cannot be),
     and record which candidate each failure follows."""
     failing = [t.nodeid for t in result.tests if t.failing]
-    last = history.last_green(ctx.history, result.combination.name)
+    last = history.last_green(ctx.history, result.combination.name, scope=ctx.scope(result.combination))
     if not failing or last is None:
         return
     probes = attribution.plan_attribution(result.combination, last[1], failing)
