@@ -28,6 +28,8 @@ def test_the_shipped_config_and_profiles_load() -> None:
         (GOOD + "retries: true\n", "retries: expected an integer"),
         (GOOD + "shards: {count: 0}\n", "shards.count: must be at least 1"),
         (GOOD + "shards: {cuont: 2}\n", "shards.cuont: unknown field"),
+        (GOOD + "shards: {isolation: vm}\n", "shards.isolation: 'vm' is not one of process, docker"),
+        (GOOD + "shards: {isolation: docker, image: 3}\n", "shards.image: expected a non-empty string"),
         (GOOD + "timeouts: {test: 0}\n", "timeouts.test: must be at least 0.001"),
         (GOOD + "matrices: [sideways]\n", "matrices[0]: 'sideways' is not a matrix"),
         (GOOD + "backend: {refs: main}\n", "backend.refs: expected a list of strings"),

@@ -38,6 +38,8 @@ class CIConfig:
     shards: int = 2
     parallel_shards: int = 2
     workers_per_shard: int = 1
+    isolation: str = "process"  # where shards run: "process" or "docker" (a container per shard)
+    image: str = "tributary-base:bookworm"  # the container image for docker isolation
     retries: int = 1
     test_timeout: float = 300.0
     shard_timeout: float = 3600.0
@@ -103,6 +105,7 @@ class _Fields:
         return value
 
 
+ISOLATIONS = ("process", "docker")
 _CI_FIELDS = {"device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices"}
 
 
@@ -112,7 +115,10 @@ def load_ci_config(path: Path) -> CIConfig:
     backend = _Fields(path, top.mapping("backend"), {"refs"}, "backend.")
     core = _Fields(path, top.mapping("core"), {"versions"}, "core.")
     suite = _Fields(path, top.mapping("suite"), {"root"}, "suite.")
-    shards = _Fields(path, top.mapping("shards"), {"count", "parallel", "workers"}, "shards.")
+    shards = _Fields(path, top.mapping("shards"), {"count", "parallel", "workers", "isolation", "image"}, "shards.")
+    isolation = shards.text("isolation", "process")
+    if isolation not in ISOLATIONS:
+        raise CIConfigError(f"{path}: shards.isolation: {isolation!r} is not one of {', '.join(ISOLATIONS)}")
     timeouts = _Fields(path, top.mapping("timeouts"), {"test", "shard"}, "timeouts.")
     cores = core.texts("versions")
     if not cores:
@@ -129,6 +135,8 @@ def load_ci_config(path: Path) -> CIConfig:
         shards=int(shards.number("count", 2, integer=True)),
         parallel_shards=int(shards.number("parallel", 2, integer=True)),
         workers_per_shard=int(shards.number("workers", 1, integer=True)),
+        isolation=isolation,
+        image=shards.text("image", "tributary-base:bookworm"),
         retries=int(top.number("retries", 1, integer=True, minimum=0)),
         test_timeout=float(timeouts.number("test", 300.0, minimum=0.001)),
         shard_timeout=float(timeouts.number("shard", 3600.0, minimum=0.001)),

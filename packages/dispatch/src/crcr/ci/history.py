@@ -104,7 +104,7 @@ def record_run(db: Path, run: RunRecord, run_dir: Path) -> None:
 
 @dataclass(frozen=True)
 class Scope:
-    """Which runs count as the same job: one device and one suite root. A ring run's last green `primary` says
+    """Which runs count as the same job: one device and one suite root. One device's last green `primary` says
     nothing about another device's, nor an embedded-suite run about a PyTorch checkout's. `None` matches any."""
 
     device: str | None = None

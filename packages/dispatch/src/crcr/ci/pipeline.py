@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from crcr.ci import attribution, build, combinations, compat, cores, envs, history, report, runner, worktrees
+from crcr.ci import attribution, build, combinations, compat, cores, envs, history, isolation, report, runner, worktrees
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
@@ -75,10 +75,17 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     run_dir = ctx.cache / "runs" / run_id
     run_dir.mkdir(parents=True)
+    where = isolation.isolation(ctx.config.isolation, ctx.config.image)
+    if isinstance(where, isolation.DockerIsolation):
+        ctx.progress.phase("setup", f"checking the container engine and image {where.image}")
+        where.check(ctx.repo, ctx.cache / "docker.log")
     planned = combinations.plan(ctx.config, ctx.repo, ctx.cache)
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
-    record = RunRecord(run_id, started.isoformat(timespec="seconds"), dict(trigger), environment(), ctx.profile.name)
+    machine = {**environment(), "isolation": where.name}
+    if isinstance(where, isolation.DockerIsolation):
+        machine["image"] = where.image
+    record = RunRecord(run_id, started.isoformat(timespec="seconds"), dict(trigger), machine, ctx.profile.name)
     for combination in planned:
         record.combinations.append(run_combination(ctx, combination, run_dir / _safe(combination.name)))
     _upstream_from_core_matrix(record.combinations)
@@ -173,9 +180,11 @@ def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Su
         if suite.version != "tree" and _git_head(root) != suite.sha:
             root = worktrees.checkout(root, suite.sha, ctx.cache)
         configs = ctx.repo / ctx.profile.configs.get("upstream", "")
-    paths = [str(ctx.repo / p) for p in ctx.profile.pythonpath]
-    env = {"PYTHONPATH": os.pathsep.join(paths)} if paths else {}
-    return runner.Suite(python, configs, root, ctx.profile.device, ctx.profile.backend, env)
+    paths = [ctx.repo / p for p in ctx.profile.pythonpath]
+    env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
+    where = isolation.isolation(ctx.config.isolation, ctx.config.image)
+    reads = (*paths, isolation.interpreter_prefix(python)) if where.name == "docker" else tuple(paths)
+    return runner.Suite(python, configs, root, ctx.profile.device, ctx.profile.backend, env, where, reads)
 
 
 def _git_head(root: Path) -> str:

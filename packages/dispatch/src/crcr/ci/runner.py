@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crcr.ci.isolation import Completed, DockerIsolation, Mounts, ProcessIsolation
 from crcr.ci.model import FAILING, ShardResult, TestOutcome
 
 #: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
@@ -39,6 +38,13 @@ class Suite:
     device: str
     backend: str = ""  # --testreuse-backend MODULE[:FUNC]; "" when the device autoloads
     env: Mapping[str, str] = field(default_factory=dict)  # e.g. PYTHONPATH for a backend module
+    isolation: ProcessIsolation | DockerIsolation = field(default_factory=ProcessIsolation)  # where shards run
+    reads: tuple[Path, ...] = ()  # more host paths a shard reads (the interpreter's installation, backend modules)
+
+    def mounts(self, workdir: Path) -> Mounts:
+        """What a shard's container needs: its environment, suite and configs to read, `workdir` to write."""
+        roots = (self.python.parent.parent, self.configs, *([self.torch_root] if self.torch_root else []))
+        return Mounts(read_only=(*roots, *self.reads), writable=(workdir,))
 
     def plugin_args(self) -> list[str]:
         args = ["--testreuse-config", str(self.configs), "--testreuse-device", self.device]
@@ -167,7 +173,9 @@ def _shard_pass(
             "--testreuse-timeout", str(limits.test_timeout)]  # fmt: skip
     if limits.workers > 1:
         args += ["-n", str(limits.workers)]
-    done = _run(_pytest(suite, *args), shard_dir, _environ(suite, extra_env), limits.shard_timeout)
+    done = suite.isolation.run(
+        _pytest(suite, *args), shard_dir, _environ(suite, extra_env), limits.shard_timeout, suite.mounts(shard_dir)
+    )
     with (shard_dir / "pytest.log").open("a", encoding="utf-8") as log:
         log.write(f"==== {label}: exit {done.returncode}{' (killed: shard timeout)' if done.timed_out else ''}\n")
         log.write(done.output)
@@ -183,7 +191,7 @@ def retry(suite: Suite, nodeids: Sequence[str], limits: Limits, workdir: Path, a
     args = [*nodeids, "--testreuse-results", str(results), "--testreuse-isolation", "fork",
             "--testreuse-timeout", str(limits.test_timeout)]  # fmt: skip
     timeout = (limits.test_timeout + 30) * len(nodeids) + 300
-    done = _run(_pytest(suite, *args), retry_dir, _environ(suite), timeout)
+    done = suite.isolation.run(_pytest(suite, *args), retry_dir, _environ(suite), timeout, suite.mounts(retry_dir))
     (retry_dir / "pytest.log").write_text(done.output, encoding="utf-8")
     return _last_by_nodeid(results)
 
@@ -281,26 +289,9 @@ def _last_by_nodeid(path: Path) -> dict[str, dict[str, Any]]:
     return {r["nodeid"]: r for r in read_records(path) if r.get("outcome") != "deselected"}
 
 
-@dataclass(frozen=True)
-class Completed:
-    returncode: int
-    output: str
-    timed_out: bool = False
-
-
 def _run(argv: list[str], cwd: Path, env: Mapping[str, str], timeout: float | None) -> Completed:
-    """A child in its own process group, killed with everything it started when the timeout passes."""
-    with subprocess.Popen(
-        argv, cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        errors="replace", start_new_session=True,
-    ) as child:  # fmt: skip
-        try:
-            output, _ = child.communicate(timeout=timeout)
-            return Completed(child.returncode, output)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            output, _ = child.communicate()
-            return Completed(-int(signal.SIGKILL), output, timed_out=True)
+    """A step on the host (collection, planning, merging durations), whatever isolation the shards use."""
+    return ProcessIsolation().run(argv, cwd, env, timeout)
 
 
 def _last_line(output: str) -> str:
