@@ -1,0 +1,249 @@
+"""The relay's HTTP face: dispatch, callbacks, the HUD, the issuer's routes, and a context manager for tests.
+
+Routes (one port):
+    POST /dispatch              {"event_type", "payload": webhook, "to"?: consumer URL} -> {"client_payload", ...}
+    POST /github/callback/      the callback, `Authorization: Bearer <OIDC token>`
+    GET  /hud/<owner>/<repo>    runs per delivery and job, as HTML
+    GET  /api/deliveries        the same as JSON (`?repo=owner/name` for one repo)
+    GET  /.well-known/openid-configuration, /.well-known/jwks, /_actions/id-token   the local issuer
+
+Callback answers: 200 `{"state": "IN_PROGRESS"|"COMPLETED", "notes": [...]}` or `{"ignored": why}` (repo below L2,
+nothing stored); 400 `{"error", "rule"}`; 401 `{"error"}`; 429 with Retry-After (rate limit, or injected fault);
+503 (injected fault). An injected fault changes no state.
+
+Python API:
+    with running_relay(db_path, allowlist={"owner/repo": 2}, rate_limit=60, fail_ratio=0.0, fail_seed=0,
+                       sweep_after=6 * 3600, host="127.0.0.1", port=0) as relay:
+        relay.url, relay.callback_url            # "http://127.0.0.1:PORT", ".../github/callback/"
+        relay.issuer.url                          # the OIDC issuer (same port)
+        relay.issuer.token_request_url, relay.issuer.request_token   # ACTIONS_ID_TOKEN_REQUEST_URL / _TOKEN
+        relay.issuer.mint(repository="owner/repo", audience=AUDIENCE, expires_in=300)   # a signed JWT
+        relay.dispatch("pull_request", webhook) -> client_payload  (None when the action is not dispatched)
+        relay.jobs() / relay.deliveries() / relay.callbacks()       # stored state, JSON columns decoded
+        relay.sweep() -> closed count
+`allowlist` may be a mapping repo -> level, an `Allowlist`, or a YAML path. Default: {issuer repository: 2}.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crcr import http
+from crcr.relay import dispatch, hud
+from crcr.relay.allowlist import Allowlist
+from crcr.relay.auth import Unauthorized, Verifier
+from crcr.relay.issuer import Issuer
+from crcr.relay.ratelimit import SlidingWindow
+from crcr.relay.store import Store
+from crcr.relay.validate import Rejected, check
+from crcr.relay.web import Reply, Request, Server, base_url, bind, html_reply, json_reply, serving
+
+CALLBACK_PATHS = ("/github/callback/", "/github/callback")
+HUD_PATH = re.compile(r"/hud/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/?")
+SWEEP_AFTER = 6 * 3600.0
+#: Statuses an injected fault answers with, as an overloaded relay or its load balancer would.
+FAULT_STATUSES = (429, 503)
+
+
+class Faults:
+    """Answer a seeded-random fraction of callbacks with 429 or 503, for testing clients' retries."""
+
+    def __init__(self, ratio: float = 0.0, seed: int = 0, retry_after: int = 1) -> None:
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"fail ratio must be within 0..1: {ratio}")
+        self.ratio = ratio
+        self.retry_after = retry_after
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.injected = 0
+
+    def pick(self) -> Reply | None:
+        """A fault reply for this request, or None to serve it."""
+        if self.ratio == 0.0:
+            return None
+        with self._lock:
+            if self._random.random() >= self.ratio:
+                return None
+            status = self._random.choice(FAULT_STATUSES)
+            self.injected += 1
+        return json_reply(status, {"error": f"injected fault ({status})"}, {"Retry-After": str(self.retry_after)})
+
+
+@dataclass
+class Settings:
+    """What the relay enforces: who is allowed at which level, how fast, and how long a job may stay open."""
+
+    allowlist: Allowlist
+    rate_limit: int = 60
+    sweep_after: float = SWEEP_AFTER
+
+
+class Relay:
+    """The relay's logic as an app (Request -> Reply) over a store, an issuer and a verifier."""
+
+    def __init__(self, store: Store, issuer: Issuer, settings: Settings, faults: Faults | None = None) -> None:
+        self.store = store
+        self.issuer = issuer
+        self.settings = settings
+        self.faults = faults or Faults()
+        self.limiter = SlidingWindow(settings.rate_limit)
+        self.verifier: Verifier | None = None
+        self.url = ""
+        self._swept = 0.0
+        self._sweep_lock = threading.Lock()
+
+    def bind(self, url: str, issuer_url: str | None = None) -> None:
+        """Take the server's URL; the tokens it trusts come from `issuer_url` (default: its own issuer)."""
+        self.url = url
+        self.issuer.bind(url)
+        self.verifier = Verifier(issuer_url or url)
+
+    @property
+    def callback_url(self) -> str:
+        return f"{self.url}/github/callback/"
+
+    def __call__(self, request: Request) -> Reply:
+        self._maybe_sweep()
+        if request.path in CALLBACK_PATHS and request.method == "POST":
+            return self.faults.pick() or self._callback(request)
+        if request.path == "/dispatch" and request.method == "POST":
+            return self._dispatch_request(request)
+        if request.method == "GET":
+            if found := HUD_PATH.fullmatch(request.path):
+                repo = f"{found[1]}/{found[2]}"
+                return html_reply(200, hud.page(repo, self.store.deliveries(repo)))
+            if request.path == "/api/deliveries":
+                repo = (request.query.get("repo") or [None])[-1]
+                return json_reply(200, {"deliveries": self.store.deliveries(repo)})
+            if request.path in ("", "/"):
+                return html_reply(200, hud.index(self.settings.allowlist.downstream()))
+        return self.issuer.answer(request) or json_reply(404, {"error": f"no route {request.method} {request.path}"})
+
+    def _callback(self, request: Request) -> Reply:
+        assert self.verifier is not None, "bind() the relay before serving"
+        try:
+            claims = self.verifier.verify(request.headers.get("authorization"))
+        except Unauthorized as exc:
+            return json_reply(401, {"error": str(exc)})
+        repo = claims["repository"]
+        if self.settings.allowlist.level(repo) < 2:
+            return json_reply(200, {"ignored": f"{repo} is below L2: callbacks are not stored"})
+        if (wait := self.limiter.admit(repo.lower())) is not None:
+            return json_reply(
+                429, {"error": f"rate limit: {self.settings.rate_limit}/minute"}, {"Retry-After": str(wait)}
+            )
+        try:
+            body = json.loads(request.body)
+            callback = check(body)
+            new = self.store.apply(repo, callback, body)
+        except json.JSONDecodeError:
+            return json_reply(400, {"error": "the body is not JSON", "rule": "body"})
+        except Rejected as exc:
+            return json_reply(400, {"error": str(exc), "rule": exc.rule})
+        return json_reply(200, {"state": new, "notes": list(callback.notes)})
+
+    def dispatch(self, event_type: str, webhook: Any, to: str | None = None) -> dict[str, Any] | None:
+        """Dispatch an upstream webhook to every allowlisted repo; the client_payload, None if not dispatched."""
+        if dispatch.skipped(event_type, webhook):
+            return None
+        payload = dispatch.client_payload(event_type, webhook)
+        self.store.record_dispatch(payload["delivery_id"], self.settings.allowlist.downstream(), event_type, webhook)
+        if to:
+            dispatch.post(payload, to)
+        return payload
+
+    def _dispatch_request(self, request: Request) -> Reply:
+        try:
+            asked = json.loads(request.body)
+            if not isinstance(asked, Mapping) or not isinstance(asked.get("to") or "", str):
+                raise dispatch.DispatchError("the body must be {event_type, payload, to?}")
+            reason = dispatch.skipped(asked.get("event_type"), asked.get("payload"))
+            payload = None if reason else self.dispatch(asked["event_type"], asked["payload"], asked.get("to"))
+        except (json.JSONDecodeError, dispatch.DispatchError) as exc:
+            return json_reply(400, {"error": str(exc).splitlines()[0]})
+        except http.HTTPError as exc:
+            return json_reply(502, {"error": f"the consumer refused the dispatch: {exc}"})
+        repos = self.settings.allowlist.downstream() if payload else []
+        return json_reply(200, {"client_payload": payload, "repositories": repos, "skipped": reason})
+
+    def _maybe_sweep(self) -> None:
+        """Sweep at most a few times per max age, so a busy relay does not write on every request."""
+        now = time.monotonic()
+        with self._sweep_lock:
+            if now - self._swept < min(self.settings.sweep_after / 4, 60.0):
+                return
+            self._swept = now
+        self.sweep()
+
+    def sweep(self) -> int:
+        """Close jobs left IN_PROGRESS longer than the max age; how many."""
+        return self.store.sweep(self.settings.sweep_after)
+
+    def jobs(self, repo: str | None = None) -> list[dict[str, Any]]:
+        return self.store.jobs(repo)
+
+    def deliveries(self, repo: str | None = None) -> list[dict[str, Any]]:
+        return self.store.deliveries(repo)
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        return self.store.callbacks()
+
+
+def _allowlist(given: Mapping[str, int] | Allowlist | Path | str | None, issuer: Issuer) -> Allowlist:
+    if given is None:
+        return Allowlist.of({issuer.repository: 2})
+    if isinstance(given, Allowlist):
+        return given
+    if isinstance(given, str | Path):
+        return Allowlist.load(Path(given))
+    return Allowlist.of(given)
+
+
+def build(
+    db_path: Path,
+    *,
+    allowlist: Mapping[str, int] | Allowlist | Path | str | None = None,
+    rate_limit: int = 60,
+    fail_ratio: float = 0.0,
+    fail_seed: int = 0,
+    sweep_after: float = SWEEP_AFTER,
+    issuer: Issuer | None = None,
+) -> Relay:
+    """A relay over the database at `db_path`, not yet bound to a server."""
+    issuer = issuer or Issuer()
+    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after)
+    return Relay(Store(Path(db_path)), issuer, settings, Faults(fail_ratio, fail_seed))
+
+
+def start(relay: Relay, host: str = "127.0.0.1", port: int = 0, issuer_url: str | None = None) -> Server:
+    """Bind a server for the relay and tell the relay its URL."""
+    server = bind(relay, host, port)
+    relay.bind(base_url(server), issuer_url)
+    return server
+
+
+@contextmanager
+def running_relay(db_path: Path, *, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[Relay]:
+    """A relay serving on a free local port for the block (see the module docstring for what it offers)."""
+    relay = build(db_path, **options)
+    with serving(start(relay, host, port)):
+        yield relay
+
+
+@contextmanager
+def running_issuer(issuer: Issuer | None = None, host: str = "127.0.0.1", port: int = 0) -> Iterator[Issuer]:
+    """The OIDC issuer alone on its own port (a relay trusts it with `start(..., issuer_url=issuer.url)`)."""
+    issuer = issuer or Issuer()
+    server = bind(lambda request: issuer.answer(request) or json_reply(404, {"error": "not found"}), host, port)
+    issuer.bind(base_url(server))
+    with serving(server):
+        yield issuer

@@ -1,0 +1,370 @@
+"""The local relay over real HTTP: tokens, the 400 rules, the state machine, rate limit, levels, extras, sweeper."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crcr.relay.issuer import AUDIENCE, new_key, with_audience
+from crcr.relay.server import Relay, build, running_issuer, running_relay, start
+from crcr.relay.validate import DETAIL_MAX, SUMMARY_MAX
+from crcr.relay.web import Reply, Request, base_url, bind, serving
+
+REPO = "acme/accel"
+SHA = "c" * 40
+PR_WEBHOOK = {
+    "action": "synchronize",
+    "number": 7,
+    "pull_request": {"number": 7, "title": "make it faster", "head": {"sha": "a" * 40, "repo": {"full_name": "x/y"}},
+                     "base": {"ref": "main"}, "labels": [], "merged": False},
+    "repository": {"full_name": "pytorch/pytorch"},
+}  # fmt: skip
+
+
+@pytest.fixture
+def relay(tmp_path: Path) -> Iterator[Relay]:
+    with running_relay(tmp_path / "relay.db", allowlist={REPO: 2, "acme/listener": 1}, rate_limit=1000) as running:
+        yield running
+
+
+def post(url: str, body: Any, token: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """One POST with no retries: the status, JSON answer and headers exactly as the relay gave them."""
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data, headers, method="POST"), timeout=30) as answer:
+            return answer.status, json.loads(answer.read()), dict(answer.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), dict(exc.headers)
+
+
+def workflow(status: str, job_name: str = "test (default, 1, 2)", run_id: str = "100", **extra: Any) -> dict[str, Any]:
+    """A schema-1 workflow object for `status`, as the callback action sends it."""
+    started = status == "in_progress"
+    return {
+        "schema_version": "1",
+        "status": status,
+        "conclusion": None if started else "success",
+        "name": "downstream",
+        "url": f"https://github.com/{REPO}/actions/runs/{run_id}",
+        "run_id": run_id,
+        "run_attempt": "1",
+        "job_name": job_name,
+        "check_run_id": f"{run_id}-1",
+        "started_at": "2026-12-01T10:00:00Z" if started else None,
+        "completed_at": None if started else "2026-12-01T10:20:00Z",
+        **extra,
+    }
+
+
+def callback(relay: Relay, payload: dict[str, Any], flow: dict[str, Any], repo: str = REPO) -> tuple[int, dict]:
+    status, answer, _ = post(relay.callback_url, {**payload, "workflow": flow}, relay.issuer.mint(repository=repo))
+    return status, answer
+
+
+def test_a_pair_moves_the_job_through_the_state_machine_and_is_stored(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert set(payload) == {"event_type", "delivery_id", "payload"}
+    assert payload["payload"] == PR_WEBHOOK
+    assert callback(relay, payload, workflow("in_progress")) == (200, {"state": "IN_PROGRESS", "notes": []})
+    counts = {"passed": 10, "failed": 1, "skipped": 2, "total": 13}
+    done = workflow("completed", conclusion="failure", test_results=counts, artifact_url="https://example.org/r.html")
+    assert callback(relay, payload, done) == (200, {"state": "COMPLETED", "notes": []})
+    [job] = relay.jobs()
+    assert (job["delivery_id"], job["repo"], job["status"], job["conclusion"]) == (
+        payload["delivery_id"], REPO, "COMPLETED", "failure")  # fmt: skip
+    assert job["started_at"] == "2026-12-01T10:00:00Z"
+    assert job["completed_at"] == "2026-12-01T10:20:00Z"
+    assert job["test_results"] == counts
+    assert job["artifact_url"] == "https://example.org/r.html"
+    assert [c["status"] for c in relay.callbacks()] == ["in_progress", "completed"]
+
+
+def test_a_matrix_of_legs_each_completes_its_own_pair(relay: Relay) -> None:
+    payload = relay.dispatch("push", {"ref": "refs/heads/main", "before": "b" * 40, "after": "d" * 40})
+    legs = [f"test (openreg, {shard}, 3, torch-{torch})" for shard in (1, 2, 3) for torch in ("2.13", "2.14")]
+    for leg in legs:
+        assert callback(relay, payload, workflow("in_progress", leg))[0] == 200
+    for leg in reversed(legs):
+        assert callback(relay, payload, workflow("completed", leg))[0] == 200
+    assert sorted(j["job_name"] for j in relay.jobs()) == sorted(legs)
+    assert {j["status"] for j in relay.jobs()} == {"COMPLETED"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "rule"),
+    [
+        (lambda b: b.pop("delivery_id"), "missing-field"),
+        (lambda b: b["workflow"].pop("status"), "missing-field"),
+        (lambda b: b["workflow"].pop("run_id"), "missing-field"),
+        (lambda b: b.pop("workflow"), "missing-field"),
+        (lambda b: b["workflow"].update(schema_version=1), "schema-version"),
+        (lambda b: b["workflow"].update(status="queued"), "status"),
+        (lambda b: b["workflow"].update(conclusion="success"), "conclusion"),
+        (lambda b: b["workflow"].update(started_at="yesterday"), "times"),
+        (lambda b: b["workflow"].update(completed_at="2026-12-01T10:00:00Z"), "times"),
+        (lambda b: b["workflow"].update(test_results={"passed": 1}), "test-results"),
+        (lambda b: b["workflow"].update(test_results={"passed": -1, "failed": 0, "skipped": 0, "total": 0}),
+         "test-results"),
+        (lambda b: b["workflow"].update(artifact_url="javascript:alert(1)"), "artifact-url"),
+        (lambda b: b.update(event_type="pull_request_target"), "event-type"),
+        (lambda b: b.update(delivery_id="not-dispatched"), "no-dispatch"),
+    ],
+)  # fmt: skip
+def test_a_malformed_or_undispatched_callback_is_a_400_naming_the_rule(relay: Relay, mutate: Any, rule: str) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    body = {**payload, "workflow": workflow("in_progress")}
+    mutate(body)
+    status, answer, _ = post(relay.callback_url, body, relay.issuer.mint(repository=REPO))
+    assert (status, answer["rule"]) == (400, rule), answer
+    assert relay.jobs() == []
+    assert relay.callbacks() == []
+
+
+def test_a_completed_without_in_progress_is_a_400(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert callback(relay, payload, workflow("completed"))[1]["rule"] == "completed-without-in-progress"
+
+
+def test_duplicates_are_400s_and_change_nothing(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert callback(relay, payload, workflow("in_progress"))[0] == 200
+    assert callback(relay, payload, workflow("in_progress")) == (400, {
+        "error": "a second in_progress for this job", "rule": "duplicate"})  # fmt: skip
+    assert callback(relay, payload, workflow("completed"))[0] == 200
+    assert callback(relay, payload, workflow("completed"))[1]["rule"] == "already-completed"
+    assert callback(relay, payload, workflow("in_progress"))[1]["rule"] == "already-completed"
+    assert len(relay.callbacks()) == 2
+
+
+def test_a_callback_for_another_repos_dispatch_or_event_is_a_400(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert callback(relay, {**payload, "event_type": "push"}, workflow("in_progress"))[1]["rule"] == "no-dispatch"
+
+
+def test_labeled_is_not_dispatched_every_push_is(relay: Relay) -> None:
+    assert relay.dispatch("pull_request", {**PR_WEBHOOK, "action": "labeled"}) is None
+    deletion = {"ref": "refs/tags/ciflow/crcr/openreg/7", "before": "a" * 40, "after": "0" * 40, "deleted": True}
+    assert relay.dispatch("push", deletion)["payload"] == deletion
+    for action in ("opened", "reopened", "synchronize", "closed"):
+        assert relay.dispatch("pull_request", {**PR_WEBHOOK, "action": action}) is not None
+    assert {d["repo"] for d in relay.deliveries()} == {REPO, "acme/listener"}
+    assert len(relay.deliveries(REPO)) == 5
+
+
+def test_the_dispatch_route_posts_a_repository_dispatch_to_the_consumer(relay: Relay) -> None:
+    received: list[Any] = []
+
+    def consumer(request: Request) -> Reply:
+        received.append((request.path, json.loads(request.body)))
+        return Reply(204 if request.path == "/dispatches" else 404, b"")
+
+    with serving(bind(consumer)) as server:
+        to = f"{base_url(server)}/dispatches"
+        asked = {"event_type": "pull_request", "payload": PR_WEBHOOK, "to": to}
+        status, answer, _ = post(f"{relay.url}/dispatch", asked, None)
+        assert status == 200
+        assert answer["repositories"] == ["acme/accel", "acme/listener"]
+        assert received == [("/dispatches", {"event_type": "pull_request", "client_payload": answer["client_payload"]})]
+        status, answer, _ = post(f"{relay.url}/dispatch", {**asked, "to": f"{base_url(server)}/nowhere"}, None)
+        assert status == 502
+        assert "404" in answer["error"]
+    edited = {"event_type": "pull_request", "payload": {**PR_WEBHOOK, "action": "edited"}}
+    status, answer, _ = post(f"{relay.url}/dispatch", edited, None)
+    assert status == 200
+    assert answer["client_payload"] is None
+    assert "edited" in answer["skipped"]
+    assert post(f"{relay.url}/dispatch", {"event_type": "issues", "payload": {}}, None)[0] == 400
+    assert post(f"{relay.url}/dispatch", b"{", None)[0] == 400
+
+
+def good_token(relay: Relay) -> str:
+    return relay.issuer.mint(repository=REPO)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        lambda r: r.issuer.mint(repository=REPO, expires_in=-60),
+        lambda r: r.issuer.mint(repository=REPO, audience="sts.amazonaws.com"),
+        lambda r: r.issuer.mint(repository=REPO, issuer="https://token.actions.githubusercontent.com"),
+        lambda r: r.issuer.mint(repository=REPO, key=new_key()),
+        lambda r: good_token(r)[:-4] + "AAAA",
+        lambda r: "not-a-jwt",
+        lambda r: None,
+    ],
+    ids=["expired", "wrong-audience", "wrong-issuer", "key-not-in-jwks", "tampered", "garbage", "missing"],
+)
+def test_a_bad_or_missing_token_is_a_401(relay: Relay, token: Any) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    status, answer, _ = post(relay.callback_url, {**payload, "workflow": workflow("in_progress")}, token(relay))
+    assert status == 401
+    assert "token" in answer["error"]
+    assert relay.callbacks() == []
+
+
+def test_the_runner_token_endpoint_mints_for_the_asked_audience(relay: Relay) -> None:
+    url = with_audience(relay.issuer.token_request_url, AUDIENCE)
+    assert url.startswith(relay.url)
+    assert "&audience=pytorch-cross-repo-ci-relay" in url
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {relay.issuer.request_token}"})
+    with urllib.request.urlopen(request) as answer:
+        token = json.loads(answer.read())["value"]
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert post(relay.callback_url, {**payload, "workflow": workflow("in_progress")}, token)[0] == 200
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer wrong"}))
+    assert refused.value.code == 401
+
+
+def test_the_discovery_document_names_the_jwks(relay: Relay) -> None:
+    with urllib.request.urlopen(f"{relay.url}/.well-known/openid-configuration") as answer:
+        found = json.loads(answer.read())
+    assert found["issuer"] == relay.issuer.url
+    with urllib.request.urlopen(found["jwks_uri"]) as answer:
+        [key] = json.loads(answer.read())["keys"]
+    assert (key["kty"], key["alg"], key["kid"]) == ("RSA", "RS256", relay.issuer.kid)
+
+
+def test_a_relay_trusts_a_standalone_issuer(tmp_path: Path) -> None:
+    with running_issuer() as issuer:
+        relay = build(tmp_path / "r.db", allowlist={REPO: 2})
+        with serving(start(relay, issuer_url=issuer.url)):
+            payload = relay.dispatch("pull_request", PR_WEBHOOK)
+            body = {**payload, "workflow": workflow("in_progress")}
+            assert post(relay.callback_url, body, issuer.mint(repository=REPO))[0] == 200
+            assert post(relay.callback_url, body, relay.issuer.mint(repository=REPO))[0] == 401
+
+
+def test_below_l2_is_ignored_with_200_and_nothing_stored(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    for repo in ("acme/listener", "stranger/repo"):
+        status, answer = callback(relay, payload, workflow("in_progress"), repo=repo)
+        assert status == 200
+        assert "below L2" in answer["ignored"]
+    assert relay.jobs() == []
+    assert relay.callbacks() == []
+
+
+def test_over_the_rate_limit_is_a_429_with_retry_after(tmp_path: Path) -> None:
+    with running_relay(tmp_path / "r.db", allowlist={REPO: 2, "acme/other": 2}, rate_limit=3) as relay:
+        payload = relay.dispatch("pull_request", PR_WEBHOOK)
+        statuses = [callback(relay, payload, workflow("in_progress", f"leg {i}"))[0] for i in range(3)]
+        status, answer, headers = post(relay.callback_url, {**payload, "workflow": workflow("in_progress", "leg 3")},
+                                       relay.issuer.mint(repository=REPO))  # fmt: skip
+        assert statuses == [200, 200, 200]
+        assert status == 429
+        assert 1 <= int(headers["Retry-After"]) <= 60
+        assert "3/minute" in answer["error"]
+        assert callback(relay, payload, workflow("in_progress"), repo="acme/other")[0] == 200  # per repo
+        assert len(relay.jobs(REPO)) == 3
+
+
+def verdict(**changes: Any) -> dict[str, Any]:
+    """A sound triage verdict, changed as asked."""
+    return {
+        "schema_version": 1,
+        "category": "upstream",
+        "confidence": "high",
+        "summary": "torch 2.14 broke aten::flip on the device",
+        "suspected_upstream": {"pr": "123", "commit": "e" * 40, "reason": "only the core moved"},
+        "evidence": [{"job": "test", "test": "test_flip", "log_url": "https://x", "excerpt": "boom"}],
+        "reproduced_on_retry": True,
+        "analyzer": {"name": "crcr", "version": "0.1.0", "model": "rules", "prompt_version": "1"},
+        "analyzed_at": "2026-12-01T10:21:00Z",
+        **changes,
+    }
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"summary": "x" * (SUMMARY_MAX + 1)},
+        {"category": "cosmic-rays"},
+        {"evidence": [{"excerpt": "e"}] * 11},
+        {"evidence": [{"excerpt": "e" * 1025}]},
+        {"category": "backend"},  # suspected_upstream only for upstream
+        {"extra": 1},
+        {"schema_version": "1"},
+        {"summary": "s", "evidence": [{"excerpt": "e" * 1000}] * 10, "analyzer": {"name": "x" * 9000}},
+    ],
+    ids=["summary", "category", "evidence-count", "excerpt", "suspect", "unknown-key", "version", "whole-16k"],
+)
+def test_a_verdict_over_the_caps_is_dropped_but_the_callback_is_stored(relay: Relay, bad: dict) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert callback(relay, payload, workflow("in_progress"))[0] == 200
+    status, answer = callback(
+        relay, payload, workflow("completed", conclusion="failure", triage_verdict=verdict(**bad))
+    )
+    assert status == 200
+    assert answer["state"] == "COMPLETED"
+    assert len(answer["notes"]) == 1
+    assert answer["notes"][0].startswith("triage_verdict dropped: ")
+    [job] = relay.jobs()
+    assert job["verdict"] is None
+    assert job["notes"] == answer["notes"]
+
+
+def test_a_sound_verdict_and_failed_tests_detail_are_kept(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    detail = [{"name": "test_flip", "classname": "TestOps", "message": "m", "stacktrace": "s", "duration": 0.5}]
+    assert callback(relay, payload, workflow("in_progress"))[0] == 200
+    done = workflow("completed", conclusion="failure", triage_verdict=verdict(), failed_tests_detail=detail)
+    assert callback(relay, payload, done) == (200, {"state": "COMPLETED", "notes": []})
+    [job] = relay.jobs()
+    assert job["verdict"] == verdict()
+    assert job["failed_tests"] == detail
+
+
+def test_failed_tests_detail_over_its_caps_is_dropped(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    assert callback(relay, payload, workflow("in_progress"))[0] == 200
+    detail = [{"name": "t", "message": "m"}] * (DETAIL_MAX + 1)
+    status, answer = callback(relay, payload, workflow("completed", failed_tests_detail=detail))
+    assert status == 200
+    assert answer["notes"][0].startswith("failed_tests_detail dropped: ")
+    assert relay.jobs()[0]["failed_tests"] is None
+
+
+def nightly(sha: str = SHA) -> dict[str, Any]:
+    return {"event_type": "nightly", "delivery_id": sha,
+            "payload": {"repository": {"full_name": "pytorch/pytorch"}, "head_sha": sha}}  # fmt: skip
+
+
+def test_a_self_reported_nightly_needs_no_dispatch_but_only_completed(relay: Relay) -> None:
+    assert callback(relay, nightly(), workflow("in_progress"))[1]["rule"] == "self-report"
+    assert callback(relay, nightly(), workflow("completed")) == (200, {"state": "COMPLETED", "notes": []})
+    assert callback(relay, nightly(), workflow("completed"))[1]["rule"] == "already-completed"
+    assert callback(relay, nightly("C" * 40), workflow("completed"))[1]["rule"] == "self-report"
+    [delivery] = relay.deliveries(REPO)
+    assert delivery["self_reported"]
+    assert delivery["event_type"] == "nightly"
+    assert len(delivery["jobs"]) == 1
+
+
+def test_the_sweeper_closes_a_job_left_in_progress(tmp_path: Path) -> None:
+    with running_relay(tmp_path / "r.db", allowlist={REPO: 2}, sweep_after=0.4) as relay:
+        payload = relay.dispatch("pull_request", PR_WEBHOOK)
+        assert callback(relay, payload, workflow("in_progress", "stuck"))[0] == 200
+        time.sleep(0.5)
+        assert callback(relay, payload, workflow("in_progress", "fresh"))[0] == 200  # a request runs the sweeper
+        jobs = {job["job_name"]: job for job in relay.jobs()}
+        assert (jobs["stuck"]["status"], jobs["stuck"]["conclusion"]) == ("COMPLETED", "timed_out")
+        assert "sweeper" in jobs["stuck"]["notes"][0]
+        assert jobs["fresh"]["status"] == "IN_PROGRESS"
+        assert callback(relay, payload, workflow("completed", "stuck"))[1]["rule"] == "already-completed"
+
+
+def test_injected_faults_answer_429_or_503_and_change_no_state(tmp_path: Path) -> None:
+    with running_relay(tmp_path / "r.db", allowlist={REPO: 2}, fail_ratio=0.5, fail_seed=7) as relay:
+        payload = relay.dispatch("pull_request", PR_WEBHOOK)
+        seen = [callback(relay, payload, workflow("in_progress", f"leg {i}"))[0] for i in range(30)]
+        assert set(seen) == {200, 429, 503}
+        assert relay.faults.injected == seen.count(429) + seen.count(503)
+        assert len(relay.callbacks()) == len(relay.jobs()) == seen.count(200)
