@@ -6,26 +6,31 @@ Exit codes: 0 green (or nothing differs), 1 red (or outcomes differ), 2 bad inpu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from crcr.callback.command import add_callback
 from crcr.ci import build, cores, envs, history, runner, worktrees
-from crcr.ci.ciconfig import CIConfigError, load_ci_config, load_profile
+from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
+from crcr.ci.isolation import IsolationError
 from crcr.ci.pipeline import Context, run
 from crcr.ci.progress import RichProgress
 from crcr.ci.reproduce import ReproduceError, reproduce
+from crcr.gate.command import add_gate, add_resolve
 
 EXPECTED = (
     CIConfigError, ReproduceError, history.HistoryError, worktrees.WorktreeError, cores.CoreError, build.BuildError,
-    envs.EnvError, runner.RunnerError,
+    envs.EnvError, runner.RunnerError, IsolationError,
 )  # fmt: skip
 
 
 def _ci(args: argparse.Namespace) -> int:
     repo = Path(args.repo).resolve()
     config = load_ci_config(Path(args.config))
+    if args.isolation:
+        config = dataclasses.replace(config, isolation=args.isolation)
     profile = load_profile(Path(args.config).parent, args.device or config.device)
     progress = RichProgress()
     try:
@@ -53,6 +58,7 @@ def _add_ci(sub: argparse._SubParsersAction) -> None:
     ci.add_argument("--cache", default=".tributary", help="builds, environments, history, runs (default: .tributary)")
     ci.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this combination")
     ci.add_argument("--event", default="manual", help="what triggered the run, for the record")
+    ci.add_argument("--isolation", choices=ISOLATIONS, help="where shards run (default: the config's shards.isolation)")
     ci.set_defaults(run=_ci)
 
 
@@ -65,7 +71,7 @@ def _add_reproduce(sub: argparse._SubParsersAction) -> None:
 
 #: The subcommands, in the order `--help` lists them: each adds its parser and sets `run` to a function
 #: (args) -> exit code.
-COMMANDS = (_add_ci, _add_reproduce, add_callback)
+COMMANDS = (_add_ci, _add_reproduce, add_gate, add_resolve, add_callback)
 
 
 def _parser() -> argparse.ArgumentParser:
