@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import struct
-import subprocess
-import zlib
 from pathlib import Path
 
 import pytest
+from browser import FLAGS, chromium_or_skip, headless
+from browser import pixels as read_pixels
 from crcr.ci.model import (
     BuildResult,
     Candidate,
@@ -236,90 +233,15 @@ def test_a_lone_surrogate_in_a_test_name_does_not_stop_the_report(tmp_path: Path
 # --- rendering in real headless Chromium ------------------------------------------------------------------------------
 
 
-def _chromium() -> str | None:
-    """Debian's chromium, installed when missing and we are root; None if it cannot be had."""
-    found = shutil.which("chromium")
-    if found or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return found
-    try:
-        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True, timeout=1200)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return shutil.which("chromium")
-
-
-def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
-    """A PNG's width, height and RGB(A) scanlines, un-filtered (stdlib zlib + struct; 8-bit RGB or RGBA only)."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, b"", b""
-    while pos < len(png):
-        (length,) = struct.unpack(">I", png[pos : pos + 4])
-        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
-    assert depth == 8, "8-bit PNG expected"
-    assert colour in (2, 6), "RGB or RGBA PNG expected"
-    bpp = 3 if colour == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    rows: list[bytes] = []
-    prior = bytearray(stride)
-    for y in range(height):
-        kind = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            left = line[i - bpp] if i >= bpp else 0
-            up = prior[i]
-            corner = prior[i - bpp] if i >= bpp else 0
-            if kind == 1:
-                line[i] = (line[i] + left) & 0xFF
-            elif kind == 2:
-                line[i] = (line[i] + up) & 0xFF
-            elif kind == 3:
-                line[i] = (line[i] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                predictor = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[i] = (line[i] + predictor) & 0xFF
-        rows.append(bytes(line))
-        prior = line
-    return width, height, [bytes(r[i : i + 3]) for r in rows for i in range(0, stride, bpp)]
-
-
 def test_chromium_renders_a_report_that_is_not_blank(tmp_path: Path) -> None:
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("chromium is not installed and cannot be (not root, or apt-get failed): `apt-get install chromium`")
+    chromium = chromium_or_skip()
     _, html_path = write_report(realistic_run(), tmp_path / "run", PREVIOUS_GREEN)
     png = tmp_path / "report.png"
-    command = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        f"--screenshot={png}",
-        "--window-size=1280,2000",
-        html_path.resolve().as_uri(),
-    ]
-    try:
-        subprocess.run(command, capture_output=True, timeout=180, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"chromium could not be started: {exc}")
+    shot = [f"--screenshot={png}", "--window-size=1280,2000", html_path.resolve().as_uri()]
+    headless(chromium, tmp_path / "profile", *shot)
     if not png.exists():
-        pytest.skip(f"chromium started but wrote no screenshot ({' '.join(command[:2])})")
-    width, height, pixels = _pixels(png.read_bytes())
+        pytest.skip(f"chromium started but wrote no screenshot ({chromium} {' '.join(FLAGS[:1])})")
+    width, height, pixels = read_pixels(png.read_bytes())
     assert (width, height) == (1280, 2000)
     colours = set(pixels)
     non_white = sum(1 for p in pixels if p != b"\xff\xff\xff")

@@ -15,7 +15,8 @@ STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1f2328;background:#fff}
 h1{font-size:20px}h2{font-size:15px;margin:20px 0 6px}
 table{border-collapse:collapse;width:100%;margin-bottom:8px}
-th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+td.time{white-space:nowrap}
 th{background:#f6f8fa}.meta{color:#59636e}.empty{color:#59636e;font-style:italic}
 .success{background:#dafbe1}.failure,.timed_out,.startup_failure{background:#ffebe9}
 .cancelled,.skipped,.neutral{background:#eaeef2}.in_progress{background:#fff8c5}
@@ -72,7 +73,9 @@ def _row(job: Mapping[str, Any]) -> str:
         _e(job.get("completed_at")),
         _link(job.get("artifact_url"), "run report") if job.get("artifact_url") else "",
     ]
-    return f'<tr class="{_e(state)}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+    timed = {len(cells) - 3, len(cells) - 2}
+    tds = "".join(f'<td class="time">{c}</td>' if i in timed else f"<td>{c}</td>" for i, c in enumerate(cells))
+    return f'<tr class="{_e(state)}">{tds}</tr>'
 
 
 def _delivery(delivery: Mapping[str, Any]) -> str:

@@ -114,7 +114,7 @@ def base_url(server: Server) -> str:
 @contextmanager
 def serving(server: Server) -> Iterator[Server]:
     """Serve in a background thread for the duration of the block, then shut down and close the socket."""
-    thread = threading.Thread(target=server.serve_forever, name="crcr-relay", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="crcr-relay", daemon=True)
     thread.start()
     try:
         yield server
