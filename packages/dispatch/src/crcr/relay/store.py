@@ -1,8 +1,8 @@
 """The relay's SQLite store: deliveries sent, jobs with their state and results, and every accepted callback body.
 
 Each thread gets its own connection (sqlite3 connections are not shared across threads) to one WAL database, and
-every read-check-write of a job's state is one `BEGIN IMMEDIATE` transaction, so two concurrent callbacks for the
-same job cannot both pass the state machine.
+every read-check-write of a job's state is one `BEGIN IMMEDIATE` transaction (writers in this process also take a
+lock), so two concurrent callbacks for the same job cannot both pass the state machine.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        self._writing = threading.Lock()
         self._connection().executescript(SCHEMA)
 
     def _connection(self) -> sqlite3.Connection:
@@ -60,14 +61,17 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Writers in this process queue on a lock rather than on SQLite's busy handler,
+        which sleeps in steps of up to 100 ms; the busy timeout still covers another process on the same file."""
         db = self._connection()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        with self._writing:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def record_dispatch(self, delivery_id: str, repos: list[str], event_type: str, payload: Mapping[str, Any]) -> None:
         """The delivery was sent to each repo: their callbacks for it are now expected."""

@@ -56,6 +56,8 @@ def html_reply(status: int, page: str) -> Reply:
 def _handler(app: App) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        #: Headers and body go out as two writes: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms to each.
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             parts = urllib.parse.urlsplit(self.path)
