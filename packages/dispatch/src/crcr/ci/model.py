@@ -127,6 +127,20 @@ class CombinationResult:
         return dict(sorted(found.items()))
 
 
+@dataclass
+class Prepared:
+    """A combination ready to run: its backend built, its suite collected (nodeid -> mode) and planned into shards.
+    What a build-once job hands to the shard legs of a distributed run."""
+
+    combination: Combination
+    build: BuildResult
+    modes: dict[str, str]
+    plan: dict[str, Any]  # testreuse's shard plan
+
+    def shard_indexes(self) -> list[int]:
+        return [int(shard["shard"]) for shard in self.plan.get("shards", [])]
+
+
 @dataclass(frozen=True)
 class Artifact:
     name: str  # path relative to the run directory, or a wheel's file name
@@ -195,5 +209,7 @@ _NESTED.update(
         ("CombinationResult", "tests"): TestOutcome,
         ("RunRecord", "combinations"): CombinationResult,
         ("RunRecord", "artifacts"): Artifact,
+        ("Prepared", "combination"): Combination,
+        ("Prepared", "build"): BuildResult,
     }
 )

@@ -27,7 +27,9 @@ from crcr.ci.model import (
     Artifact,
     Combination,
     CombinationResult,
+    Prepared,
     RunRecord,
+    ShardResult,
     TestOutcome,
     to_json,
 )
@@ -70,7 +72,17 @@ class Context:
 
 
 def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
-    """The whole job; returns the record and the run directory (record.json, summary.json, report.html)."""
+    """The whole job on this machine; returns the record and the run directory (record.json, summary.json,
+    report.html)."""
+    record, run_dir, planned = start(ctx, trigger)
+    for combination in planned:
+        record.combinations.append(run_combination(ctx, combination, run_dir / safe_name(combination.name)))
+    conclude(ctx, record, run_dir)
+    return record, run_dir
+
+
+def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path, list[Combination]]:
+    """A new run: its directory, its (empty) record, and the combinations it will run."""
     started = datetime.datetime.now(datetime.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     run_dir = ctx.cache / "runs" / run_id
@@ -86,8 +98,13 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     if isinstance(where, isolation.DockerIsolation):
         machine["image"] = where.image
     record = RunRecord(run_id, started.isoformat(timespec="seconds"), dict(trigger), machine, ctx.profile.name)
-    for combination in planned:
-        record.combinations.append(run_combination(ctx, combination, run_dir / _safe(combination.name)))
+    return record, run_dir, planned
+
+
+def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
+    """Once every combination has its result: upstream failures from the core matrix, attribution of the primary
+    combination's failures, regressions against each combination's last green run, the verdict, the record, the
+    history and the report."""
     _upstream_from_core_matrix(record.combinations)
     for result in record.combinations:
         if result.combination.matrix == "primary":
@@ -105,7 +122,6 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     (run_dir / "record.json").write_text(json.dumps(to_json(record), indent=1, sort_keys=True) + "\n")
     history.record_run(ctx.history, record, run_dir)
     report.write_report(record, run_dir, previous)
-    return record, run_dir
 
 
 def environment() -> dict[str, object]:
@@ -120,7 +136,21 @@ def environment() -> dict[str, object]:
 
 
 def run_combination(ctx: Context, combination: Combination, workdir: Path) -> CombinationResult:
-    """One job of the matrix. An incompatible core or a failed build is this combination's result, not an error."""
+    """One job of the matrix, every shard on this machine. An incompatible core or a failed build is this
+    combination's result, not an error."""
+    prepared = prepare(ctx, combination, workdir)
+    if isinstance(prepared, CombinationResult):
+        return prepared
+    suite = combination_suite(ctx, prepared)
+    selected = runner.Collected(prepared.modes, []).selected
+    ctx.progress.phase(combination.name, f"running {len(selected)} tests in {len(prepared.shard_indexes())} shards")
+    shards, tests = execute(ctx, prepared, suite, workdir)
+    return finish(ctx, prepared, suite, shards, tests, workdir)
+
+
+def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared | CombinationResult:
+    """Check out, build once, make the environment, collect and plan; or the result that ends the combination
+    here (incompatible, build_failed, error)."""
     name = combination.name
     workdir.mkdir(parents=True, exist_ok=True)
     ctx.progress.phase(name, "checking out")
@@ -143,22 +173,53 @@ def run_combination(ctx: Context, combination: Combination, workdir: Path) -> Co
         plan = runner.plan_shards(suite, collected.selected, ctx.durations, name, ctx.config.shards, workdir)
     except runner.RunnerError as exc:
         return CombinationResult(combination, "error", built, reason=str(exc))
-    ctx.progress.phase(name, f"running {len(collected.selected)} tests in {len(plan['shards'])} shards")
-    shards, tests = runner.run_suite(
+    return Prepared(combination, built, collected.modes, plan)
+
+
+def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
+    """The prepared combination's suite in its environment (made from the recorded wheels when missing)."""
+    wheel = cores.torch_wheel(prepared.combination.core.name, ctx.cache)
+    python = envs.environment(prepared.build, wheel, list(ctx.profile.requirements), ctx.cache)
+    return suite_for(ctx, prepared.combination, python)
+
+
+def execute(
+    ctx: Context, prepared: Prepared, suite: runner.Suite, workdir: Path, shard: int | None = None
+) -> tuple[list[ShardResult], list[TestOutcome]]:
+    """Run the plan's shards (or only `shard`, as one leg of a distributed run) with their retries."""
+    name = prepared.combination.name
+    collected = runner.Collected(dict(prepared.modes), [])
+    plan = prepared.plan
+    if shard is not None:
+        collected, plan = runner.shard_subset(collected, plan, shard)
+    return runner.run_suite(
         suite, collected, plan, limits(ctx.config), workdir,
         progress=lambda _what, done, total: ctx.progress.tests(name, done, total), shard_env=ctx.shard_env,
     )  # fmt: skip
+
+
+def finish(
+    ctx: Context,
+    prepared: Prepared,
+    suite: runner.Suite,
+    shards: list[ShardResult],
+    tests: list[TestOutcome],
+    workdir: Path,
+) -> CombinationResult:
+    """Fold the durations into the store, classify every failure from what moved since the last green run."""
+    combination = prepared.combination
     results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
-    runner.merge_durations(suite, ctx.durations, name, results, workdir)
-    last = history.last_green(ctx.history, name, scope=ctx.scope(combination))
+    runner.merge_durations(suite, ctx.durations, combination.name, results, workdir)
+    last = history.last_green(ctx.history, combination.name, scope=ctx.scope(combination))
     moved = moved_since(combination, last[1] if last else None)
     for test in tests:
         if test.failing or test.flaky:
             test.classification = classify(test, moved, _log_excerpt(workdir, test))
     status = "failed" if any(t.failing for t in tests) else "passed"
     seconds = sum(s.seconds for s in shards)
-    result = CombinationResult(combination, status, built, shards=shards, tests=tests, seconds=round(seconds, 3))
-    (workdir / "plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+    result = CombinationResult(combination, status, prepared.build, shards=shards, tests=tests,
+                               seconds=round(seconds, 3))  # fmt: skip
+    (workdir / "plan.json").write_text(json.dumps(prepared.plan, indent=1, sort_keys=True) + "\n")
     return result
 
 
@@ -226,7 +287,7 @@ def attribute_failures(
         ctx.progress.phase(result.combination.name, f"attributing: {probe.name}")
         pinned[probe.name] = attribution.pinned_kind(probe)
         suite = (suite_of or (lambda c: built_suite(ctx, c)))(probe)
-        passing[probe.name] = set() if suite is None else _passing(ctx, suite, failing, workdir / _safe(probe.name))
+        passing[probe.name] = set() if suite is None else _passing(ctx, suite, failing, workdir / safe_name(probe.name))
     follows = attribution.attribute(failing, passing, pinned)
     moved = moved_since(result.combination, last[1])
     for test in result.tests:
@@ -300,5 +361,6 @@ def _log_excerpt(workdir: Path, test: TestOutcome) -> str:
     return text[max(0, at - 200) : at + 600] if at >= 0 else text[-runner.LOG_TAIL :]
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A combination's name as a directory name."""
     return "".join(c if c.isalnum() or c in "-_.@" else "_" for c in name)

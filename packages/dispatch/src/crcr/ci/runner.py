@@ -196,6 +196,27 @@ def retry(suite: Suite, nodeids: Sequence[str], limits: Limits, workdir: Path, a
     return _last_by_nodeid(results)
 
 
+def owners(selected: Sequence[str], plan: dict) -> dict[str, int]:
+    """Which shard of the plan runs each selected test (a test in no shard's units is absent)."""
+    found: dict[str, int] = {}
+    for shard in plan["shards"]:
+        for unit in (u["id"] for u in shard["units"]):
+            for nodeid in selected:
+                if nodeid not in found and in_unit(nodeid, unit):
+                    found[nodeid] = shard["shard"]
+    return found
+
+
+def shard_subset(collected: Collected, plan: dict, index: int) -> tuple[Collected, dict]:
+    """One shard of a plan as a plan of its own, with only the tests it owns: a leg of a distributed run."""
+    chosen = [s for s in plan["shards"] if s["shard"] == index]
+    if not chosen:
+        raise RunnerError(f"the plan has no shard {index} (it has {len(plan['shards'])})")
+    owned = {n for n, i in owners(collected.selected, plan).items() if i == index}
+    modes = {n: m for n, m in collected.modes.items() if n in owned}
+    return Collected(modes, [r for r in collected.records if r.get("nodeid") in owned]), {**plan, "shards": chosen}
+
+
 def run_suite(
     suite: Suite,
     collected: Collected,
@@ -208,18 +229,13 @@ def run_suite(
     """Every shard of the plan, in parallel; then retries; every selected test ends with an outcome."""
     selected = collected.selected
     shards = plan["shards"]
-    owners: dict[str, int] = {}
-    for shard in shards:
-        for unit in (u["id"] for u in shard["units"]):
-            for nodeid in selected:
-                if nodeid not in owners and in_unit(nodeid, unit):
-                    owners[nodeid] = shard["shard"]
+    owner = owners(selected, plan)
     done_tests = 0
 
     def one(shard: dict) -> ShardRun:
         nonlocal done_tests
         index = shard["shard"]
-        tests = [n for n in selected if owners.get(n) == index]
+        tests = [n for n in selected if owner.get(n) == index]
         units = [u["id"] for u in shard["units"]]
         env = (shard_env or {}).get(index)
         run = run_shard(suite, index, units, tests, limits, workdir, shard["predicted_seconds"], env)
@@ -234,7 +250,7 @@ def run_suite(
     for nodeid in selected:
         record = records.get(nodeid)
         outcome = outcome_of(record)
-        test = TestOutcome(nodeid, outcome, collected.modes[nodeid], _duration(record), owners.get(nodeid, 0))
+        test = TestOutcome(nodeid, outcome, collected.modes[nodeid], _duration(record), owner.get(nodeid, 0))
         test.attempts.append(outcome)
         test.failure = dict(record.get("failure") or {}) if record else {}
         if record and "signal" in record:
