@@ -7,10 +7,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from crcr.relay.dispatch import DispatchError
 from crcr.relay.issuer import AUDIENCE, new_key, with_audience
 from crcr.relay.server import Relay, build, running_issuer, running_relay, start
 from crcr.relay.validate import DETAIL_MAX, SUMMARY_MAX
@@ -368,3 +370,25 @@ def test_injected_faults_answer_429_or_503_and_change_no_state(tmp_path: Path) -
         assert set(seen) == {200, 429, 503}
         assert relay.faults.injected == seen.count(429) + seen.count(503)
         assert len(relay.callbacks()) == len(relay.jobs()) == seen.count(200)
+
+
+def test_concurrent_callbacks_for_one_job_pass_the_state_machine_once(relay: Relay) -> None:
+    payload = relay.dispatch("pull_request", PR_WEBHOOK)
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: callback(relay, payload, workflow("in_progress"))[0], range(16)))
+        assert sorted(statuses) == [200] + [400] * 15
+        statuses = list(pool.map(lambda _: callback(relay, payload, workflow("completed"))[0], range(16)))
+        assert sorted(statuses) == [200] + [400] * 15
+    assert [c["status"] for c in relay.callbacks()] == ["in_progress", "completed"]
+
+
+def test_a_client_payload_over_githubs_cap_is_not_dispatched(relay: Relay) -> None:
+    with pytest.raises(DispatchError, match="over GitHub's 65535"):
+        relay.dispatch("pull_request", {**PR_WEBHOOK, "body": "x" * 70_000})
+    assert relay.deliveries() == []
+
+
+def test_an_unknown_route_is_a_404(relay: Relay) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{relay.url}/github/callbacks")
+    assert refused.value.code == 404
