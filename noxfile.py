@@ -144,9 +144,33 @@ def ci(session: nox.Session) -> None:
     run on the device through testreuse, retried, classified, attributed, recorded and reported. Arguments go to
     `crcr ci`, e.g. `nox -s ci -- --device fallbackdev` or `-- --only primary`. The driver itself is pure Python
     and installed from source: the backend it tests is built by the pipeline, per ref and torch version."""
+    _crcr(session, "ci")
+
+
+def _crcr(session: nox.Session, command: str) -> None:
+    """`crcr COMMAND` on this repository's configs and cache; the driver is pure Python, installed from source."""
     session.install(str(ROOT / "packages" / "dispatch"))
-    session.run("crcr", "ci", "--config", str(ROOT / "configs" / "ci.yaml"), "--repo", str(ROOT),
+    session.run("crcr", command, "--config", str(ROOT / "configs" / "ci.yaml"), "--repo", str(ROOT),
                 "--cache", str(ROOT / ".tributary"), *session.posargs)  # fmt: skip
+
+
+@nox.session(python=PYTHON)
+def prepare(session: nox.Session) -> None:
+    """The job across machines, stage 1: build and plan every combination once into a folder, print the shard
+    matrix (`nox -s prepare -- --out DIR`; the folder is what the shard legs download)."""
+    _crcr(session, "prepare")
+
+
+@nox.session(python=PYTHON)
+def leg(session: nox.Session) -> None:
+    """Stage 2, one per matrix entry: `nox -s leg -- --prepared DIR --combination NAME --shard N --out LEG_DIR`."""
+    _crcr(session, "leg")
+
+
+@nox.session(python=PYTHON)
+def merge(session: nox.Session) -> None:
+    """Stage 3: the legs into one run, concluded like `nox -s ci`: `nox -s merge -- --prepared DIR LEG_DIR...`."""
+    _crcr(session, "merge")
 
 
 @nox.session(python=PYTHON)

@@ -51,10 +51,9 @@ def _context(tmp_path: Path) -> pipeline.Context:
 def test_two_legs_merge_into_one_run_that_accounts_for_every_test(prepared, tmp_path: Path) -> None:
     out, suite, selected = prepared
     ctx = _context(tmp_path)
-    leg_dirs = [
-        legs.run_leg(ctx, out, "primary", shard, tmp_path / f"leg-{shard}", suite_of=lambda _c, _p: suite)
-        for shard in (1, 2)
-    ]
+    leg_dirs = [tmp_path / f"leg-{shard}" for shard in (1, 2)]
+    for shard, folder in zip((1, 2), leg_dirs, strict=True):
+        assert legs.run_leg(ctx, out, "primary", shard, folder, suite_of=lambda _c, _p: suite) == 0  # none failing
     halves = [json.loads((d / legs.LEG).read_text())["tests"] for d in leg_dirs]
     assert all(halves)
     assert not {t["nodeid"] for t in halves[0]} & {t["nodeid"] for t in halves[1]}  # each test in one leg only
@@ -74,8 +73,8 @@ def test_two_legs_merge_into_one_run_that_accounts_for_every_test(prepared, tmp_
 def test_a_leg_that_never_reported_leaves_its_tests_not_run(prepared, tmp_path: Path) -> None:
     out, suite, selected = prepared
     ctx = _context(tmp_path)
-    only = legs.run_leg(ctx, out, "primary", 1, tmp_path / "leg-1", suite_of=lambda _c, _p: suite)
-    record, _ = legs.merge(ctx, out, [only], suite_of=lambda _c, _p: suite)
+    legs.run_leg(ctx, out, "primary", 1, tmp_path / "leg-1", suite_of=lambda _c, _p: suite)
+    record, _ = legs.merge(ctx, out, [tmp_path / "leg-1"], suite_of=lambda _c, _p: suite)
     (result,) = record.combinations
     assert sorted(t.nodeid for t in result.tests) == sorted(selected)
     lost = [t for t in result.tests if t.outcome == "not_run"]

@@ -27,6 +27,8 @@ def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -
     config = load_ci_config(Path(args.config))
     if args.isolation:
         config = dataclasses.replace(config, isolation=args.isolation)
+    if args.suite:
+        config = dataclasses.replace(config, suite=args.suite)
     profile = load_profile(Path(args.config).parent, args.device or config.device)
     only = tuple(getattr(args, "only", ()))
     return Context(Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only)
@@ -60,11 +62,12 @@ def _leg(args: argparse.Namespace) -> int:
     progress = RichProgress()
     try:
         ctx = _context(args, progress)
-        legs.run_leg(ctx, Path(args.prepared).resolve(), args.combination, args.shard, Path(args.out).resolve())
+        out = Path(args.out).resolve()
+        failing = legs.run_leg(ctx, Path(args.prepared).resolve(), args.combination, args.shard, out)
     finally:
         progress.close()
-    print(f"leg {args.combination} shard {args.shard}: {Path(args.out) / legs.LEG}")
-    return 0
+    print(f"leg {args.combination} shard {args.shard}: {failing} failing test(s); {out / legs.LEG}")
+    return 1 if failing else 0
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -91,6 +94,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", default=".", help="the backend repository (default: .)")
     parser.add_argument("--cache", default=".tributary", help="builds, envs, history, runs (default: .tributary)")
     parser.add_argument("--isolation", choices=ISOLATIONS, help="where shards run (default: shards.isolation)")
+    parser.add_argument("--suite", metavar="ROOT", help="embedded or a PyTorch checkout (default: suite.root)")
 
 
 def add_ci(sub: argparse._SubParsersAction) -> None:

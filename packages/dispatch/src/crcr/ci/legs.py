@@ -68,14 +68,15 @@ def write_prepared(
 def run_leg(
     ctx: pipeline.Context, prepared_dir: Path, combination: str, shard: int, out: Path,
     suite_of: SuiteOf | None = None,
-) -> Path:  # fmt: skip
-    """One shard of one prepared combination, with its retries, into `out` (results, JUnit, log and leg.json)."""
+) -> int:  # fmt: skip
+    """One shard of one prepared combination, with its retries, into `out` (results, JUnit, log and leg.json);
+    returns how many of its tests end failing."""
     prepared = _find(_load(prepared_dir)[1], combination, prepared_dir)
     suite = (suite_of or pipeline.combination_suite)(ctx, prepared)
     out.mkdir(parents=True, exist_ok=True)
     shards, tests = pipeline.execute(ctx, prepared, suite, out, shard=shard)
     _write(out / LEG, {"combination": combination, "shard": shard, "shards": to_json(shards), "tests": to_json(tests)})
-    return out
+    return sum(t.failing for t in tests)
 
 
 def merge(
