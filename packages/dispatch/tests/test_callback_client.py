@@ -300,3 +300,15 @@ def test_ledger_files_are_per_key(tmp_path: Path) -> None:
     assert sent == ["one", "two"]
     assert len(list(tmp_path.glob("*.json"))) == 2
     assert ledger.default_dir({"RUNNER_TEMP": "/rt"}) == Path("/rt/crcr-callbacks")
+
+
+@pytest.mark.usefixtures("runner_env")
+def test_a_state_the_relay_already_holds_is_recorded_not_failed(
+    relay: Relay, dispatched: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = ["--state-dir", str(tmp_path / "a")], ["--state-dir", str(tmp_path / "b")]
+    assert main(["callback", "start", "--payload", str(dispatched), *first]) == 0
+    assert main(["callback", "start", "--payload", str(dispatched), *second]) == 0  # as after a lost answer
+    assert "in_progress already held by the relay" in capsys.readouterr().out
+    assert main(["callback", "finish", "--payload", str(dispatched), "--conclusion", "success", *second]) == 0
+    assert _pairs(relay) == Counter({("test", "in_progress"): 1, ("test", "completed"): 1})
