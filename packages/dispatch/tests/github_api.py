@@ -48,7 +48,7 @@ class LocalGitHub:
         self.state = State(token=token)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def __enter__(self) -> LocalGitHub:
         self.thread.start()

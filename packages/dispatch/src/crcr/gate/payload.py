@@ -2,8 +2,10 @@
 
 The payload is attacker-shaped input (anyone can open a PR with any title and branch name), so each string the gate
 reads is checked for length, control characters, line and paragraph separators, bidi overrides and lone surrogates,
-and refs and shas by shape. Fields the gate does not read are ignored: GitHub sends many. Every error is one line that
-names the field and never echoes the value.
+and refs and shas by shape. Required are the fields the contract says a consumer reads (`action`, `number`,
+`pull_request.{number, head.sha, head.repo.full_name, base.ref, labels[].name, merged, merge_commit_sha}`; for a push
+`ref`, `before`, `after`) and `repository.full_name`; the title, the head ref and `deleted` are checked when present.
+Other fields are ignored: GitHub sends many. Every error is one line that names the field and never echoes the value.
 """
 
 from __future__ import annotations
@@ -36,17 +38,14 @@ class PullRequest:
 
     action: str
     number: int
-    state: str
-    title: str
     merged: bool
     merge_commit_sha: str | None
     head_sha: str
-    head_ref: str
     head_repo: str | None  # None when the fork was deleted
     base_ref: str
-    base_sha: str
-    base_repo: str
     labels: tuple[str, ...]
+    title: str | None  # None when absent (checked when present: it is shown on the HUD)
+    head_ref: str | None
 
 
 @dataclass(frozen=True)
@@ -56,9 +55,7 @@ class Push:
     ref: str
     before: str
     after: str
-    created: bool
     deleted: bool
-    forced: bool
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,7 @@ def parse(raw: bytes) -> Dispatch:
     elif event_type == "push":
         event = _push(payload)
     else:
-        raise PayloadError("client_payload.event_type: expected pull_request or push")
+        raise PayloadError("event_type: expected pull_request or push")
     return Dispatch(event_type, delivery_id, repository, event)
 
 
@@ -130,17 +127,14 @@ def _pull_request(payload: _Object) -> PullRequest:
     return PullRequest(
         action=payload.text("action", _WORD),
         number=number,
-        state=pr.text("state", _WORD),
-        title=pr.text("title", max_length=1024),
         merged=pr.boolean("merged"),
         merge_commit_sha=pr.optional_text("merge_commit_sha", SHA),
         head_sha=head.text("sha", SHA),
-        head_ref=head.ref("ref"),
         head_repo=head_repo.text("full_name", REPO) if head_repo else None,
         base_ref=base.ref("ref"),
-        base_sha=base.text("sha", SHA),
-        base_repo=base.object("repo").text("full_name", REPO),
         labels=tuple(label.text("name", max_length=100) for label in pr.objects("labels")),
+        title=pr.optional_text("title", max_length=1024, absent=True),
+        head_ref=head.optional_ref("ref"),
     )
 
 
@@ -152,9 +146,7 @@ def _push(payload: _Object) -> Push:
         ref=ref,
         before=payload.text("before", SHA),
         after=payload.text("after", SHA),
-        created=payload.boolean("created"),
-        deleted=payload.boolean("deleted"),
-        forced=payload.boolean("forced"),
+        deleted=payload.boolean("deleted", default=False),
     )
 
 
@@ -220,8 +212,13 @@ class _Object:
             raise self._fail(name, f"not the shape of {_SHAPES.get(shape, 'this field')}")
         return value
 
-    def optional_text(self, name: str, shape: re.Pattern[str]) -> str | None:
-        return None if self._get(name, "a string or null") is None else self.text(name, shape)
+    def optional_text(
+        self, name: str, shape: re.Pattern[str] | None = None, max_length: int = 255, absent: bool = False
+    ) -> str | None:
+        """A string or null; with `absent`, the field may also be missing."""
+        if absent and name not in self.data:
+            return None
+        return None if self._get(name, "a string or null") is None else self.text(name, shape, max_length)
 
     def ref(self, name: str) -> str:
         value = self.text(name)
@@ -229,13 +226,20 @@ class _Object:
             raise self._fail(name, "not a valid git ref name")
         return value
 
+    def optional_ref(self, name: str) -> str | None:
+        """A git ref name, or None when the field is missing."""
+        return self.ref(name) if name in self.data else None
+
     def integer(self, name: str) -> int:
         value = self._get(name, "an integer")
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**31:
             raise self._fail(name, "expected a positive integer")
         return value
 
-    def boolean(self, name: str) -> bool:
+    def boolean(self, name: str, default: bool | None = None) -> bool:
+        """true or false; `default` when the field is missing, if given."""
+        if default is not None and name not in self.data:
+            return default
         value = self._get(name, "true or false")
         if not isinstance(value, bool):
             raise self._fail(name, "expected true or false")
