@@ -361,6 +361,8 @@ def test_the_sweeper_closes_a_job_left_in_progress(tmp_path: Path) -> None:
         assert "sweeper" in jobs["stuck"]["notes"][0]
         assert jobs["fresh"]["status"] == "IN_PROGRESS"
         assert callback(relay, payload, workflow("completed", "stuck"))[1]["rule"] == "already-completed"
+        with urllib.request.urlopen(f"{relay.url}/hud/{REPO}") as answer:
+            assert "closed by the sweeper" in answer.read().decode()
 
 
 def test_injected_faults_answer_429_or_503_and_change_no_state(tmp_path: Path) -> None:

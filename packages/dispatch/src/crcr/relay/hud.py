@@ -53,10 +53,13 @@ def _upstream(event_type: str, payload: Mapping[str, Any]) -> str:
 
 
 def _verdict(verdict: Any, notes: Iterable[str]) -> str:
-    dropped = " ".join(_e(note) for note in notes if "dropped" in note)
-    if not isinstance(verdict, Mapping):
-        return dropped
-    return f"<b>{_e(verdict.get('category'))}</b> ({_e(verdict.get('confidence'))}) {_e(verdict.get('summary'))}"
+    """The verdict's category, confidence and summary, then the relay's notes (a dropped verdict, the sweeper)."""
+    shown = [_e(note) for note in notes]
+    if isinstance(verdict, Mapping):
+        shown.insert(
+            0, f"<b>{_e(verdict.get('category'))}</b> ({_e(verdict.get('confidence'))}) {_e(verdict.get('summary'))}"
+        )
+    return "<br>".join(shown)
 
 
 def _row(job: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -168,7 +168,7 @@ def _check_self_report(delivery_id: str, payload: Mapping[str, Any], workflow: M
         raise Rejected("self-report", "a self-report's delivery_id must be the upstream sha, equal to payload.head_sha")
 
 
-def _extra(workflow: Mapping[str, Any], name: str, problem: Any) -> tuple[Any, str]:
+def _extra(workflow: Mapping[str, Any], name: str, problem: Callable[[Any], str]) -> tuple[Any, str]:
     """(the extra, "") when absent or sound; (None, why) when it breaks a rule and is dropped."""
     value = workflow.get(name)
     if value is None:
