@@ -4,15 +4,13 @@ candidate pinned back to its last-green version; they pass only with the old bac
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from crcr.ci import history, pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.model import Candidate, Combination, CombinationResult, RunRecord, TestOutcome
-from testreuse.loader import embedded_configs
+from embedded import config_folder, ring_suite
 
 BREAK_FLIP = """
 import torch
@@ -40,13 +38,11 @@ NOW = Combination(
 
 @pytest.fixture(scope="module")
 def suites(tmp_path_factory: pytest.TempPathFactory) -> tuple[runner.Suite, runner.Suite, list[str]]:
-    configs = tmp_path_factory.mktemp("configs")
-    for name in ("00-ring-device.yaml", "test_shape_ops.yaml"):
-        shutil.copy(embedded_configs() / name, configs / name)
+    configs = config_folder(tmp_path_factory.mktemp("configs"), "test_shape_ops.yaml")
     broken_path = tmp_path_factory.mktemp("broken-backend")
     (broken_path / "sitecustomize.py").write_text(BREAK_FLIP)
-    clean = runner.Suite(Path(sys.executable), configs, None, "ring")
-    broken = runner.Suite(Path(sys.executable), configs, None, "ring", env={"PYTHONPATH": str(broken_path)})
+    clean = ring_suite(configs)
+    broken = ring_suite(configs, env={"PYTHONPATH": str(broken_path)})
     collected = runner.collect(clean, tmp_path_factory.mktemp("collect"))
     flips = [n for n in collected.selected if "::test_flip_" in n][:4]
     assert flips

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from crcr.ci import runner
 from crcr.ci.isolation import DEFAULT_IMAGE, DockerIsolation, Mounts, interpreter_prefix
-from testreuse.loader import embedded_configs
+from embedded import config_folder, ring_suite
 
 
 def _why_not() -> str:
@@ -64,16 +64,12 @@ def test_a_timeout_kills_the_container_not_only_its_client(tmp_path: Path) -> No
 def test_a_shard_in_a_container_keeps_its_results_when_the_device_aborts(tmp_path: Path) -> None:
     """The shard's process dies of a device abort inside its container; the finished tests' results are on the
     host, the rest rerun in a new container, and every selected test has an outcome."""
-    configs = tmp_path / "configs"
-    configs.mkdir()
-    for name in ("00-ring-device.yaml", "test_view_ops.yaml"):
-        shutil.copy(embedded_configs() / name, configs / name)
-    local = runner.Suite(PYTHON, configs, None, "ring")
+    configs = config_folder(tmp_path / "configs", "test_view_ops.yaml")
+    local = ring_suite(configs)
     work = tmp_path / "work"
     collected = runner.collect(local, work)
     selected = collected.selected[:40]
-    isolated = runner.Suite(PYTHON, configs, None, "ring", isolation=DockerIsolation(),
-                            reads=(interpreter_prefix(PYTHON),))  # fmt: skip
+    isolated = ring_suite(configs, isolation=DockerIsolation(), reads=(interpreter_prefix(PYTHON),))
     limits = runner.Limits(parallel=1, retries=0, test_timeout=60, shard_timeout=900)
     dies = {"RINGSIM_FAULT": "abort@30", "PYTEST_ADDOPTS": "--testreuse-isolation none"}
     shard = runner.run_shard(isolated, 1, selected, selected, limits, work, extra_env=dies)

@@ -6,25 +6,21 @@ retries and classification say what happened."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from crcr.ci import runner
 from crcr.ci.classify import classify
-from testreuse.loader import embedded_configs
+from embedded import config_folder, ring_suite
 
 SHARD_FAULTS = {1: {"RINGSIM_FAULT": "transient@15,abort@120"}, 2: {"RINGSIM_FAULT": "hang@120"}}
 
 
 @pytest.fixture(scope="module")
 def faulted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list[runner.TestOutcome], runner.Collected]:
-    configs = tmp_path_factory.mktemp("configs")
-    for name in ("00-ring-device.yaml", "test_view_ops.yaml", "test_shape_ops.yaml"):
-        shutil.copy(embedded_configs() / name, configs / name)
-    suite = runner.Suite(Path(sys.executable), configs, None, "ring")
+    configs = config_folder(tmp_path_factory.mktemp("configs"), "test_view_ops.yaml", "test_shape_ops.yaml")
+    suite = ring_suite(configs)
     work = tmp_path_factory.mktemp("work")
     collected = runner.collect(suite, work)
     plan = runner.plan_shards(suite, collected.selected, work / "durations.json", "faults", 3, work)
@@ -74,11 +70,8 @@ def test_before_retries_the_faults_are_classified_by_what_the_device_did(faulted
 def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path: Path) -> None:
     """Without crash isolation a device abort takes the whole shard process down: the tests it finished keep their
     results, the rest run again in one rerun, and what that leaves is retried alone."""
-    configs = tmp_path / "configs"
-    configs.mkdir()
-    for name in ("00-ring-device.yaml", "test_view_ops.yaml"):
-        shutil.copy(embedded_configs() / name, configs / name)
-    suite = runner.Suite(Path(sys.executable), configs, None, "ring")
+    configs = config_folder(tmp_path / "configs", "test_view_ops.yaml")
+    suite = ring_suite(configs)
     collected = runner.collect(suite, tmp_path)
     plan = runner.plan_shards(suite, collected.selected, tmp_path / "durations.json", "dies", 1, tmp_path)
     dies = {1: {"RINGSIM_FAULT": "abort@40", "PYTEST_ADDOPTS": "--testreuse-isolation none"}}

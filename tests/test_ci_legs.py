@@ -5,15 +5,13 @@ the merged run says the same as the legs did, and a leg that never reported leav
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from crcr.ci import legs, pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.model import BuildResult, Candidate, Combination, Prepared, RunRecord
-from testreuse.loader import embedded_configs
+from embedded import config_folder, ring_suite
 
 COMBINATION = Combination(
     "primary",
@@ -26,10 +24,8 @@ COMBINATION = Combination(
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, runner.Suite, list[str]]:
-    configs = tmp_path_factory.mktemp("configs")
-    for name in ("00-ring-device.yaml", "test_view_ops.yaml"):
-        shutil.copy(embedded_configs() / name, configs / name)
-    suite = runner.Suite(Path(sys.executable), configs, None, "ring")
+    configs = config_folder(tmp_path_factory.mktemp("configs"), "test_view_ops.yaml")
+    suite = ring_suite(configs)
     out = tmp_path_factory.mktemp("prepared")
     collected = runner.collect(suite, out / "collect")
     plan = runner.plan_shards(suite, collected.selected, out / "durations.json", "legs", 2, out / "collect")
