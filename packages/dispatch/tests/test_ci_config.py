@@ -37,6 +37,7 @@ def test_the_shipped_config_and_profiles_load() -> None:
         ("device: dev\ncore: {versions: []}\n", "core.versions: required"),
         ("device: [unclosed\n", "not YAML"),
         ("- a list\n", "top level: expected a mapping"),
+        (GOOD + "retries: 1\nretries: 2\n", "duplicate key 'retries' (first at line"),
     ],
 )
 def test_a_bad_ci_config_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
@@ -49,10 +50,19 @@ def test_a_bad_ci_config_is_one_line_naming_the_field(tmp_path: Path, text: str,
     assert "\n" not in str(info.value)
 
 
+def test_a_field_error_names_the_line_of_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(GOOD + "shards:\n  count: 2\n  cuont: 3\n")
+    with pytest.raises(CIConfigError) as info:
+        load_ci_config(path)
+    line = GOOD.count("\n") + 3  # the mistyped key's own line
+    assert str(info.value).startswith(f"{path}:{line}: shards.cuont: unknown field")
+
+
 def test_a_bad_profile_and_an_unknown_device_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "devices").mkdir()
     (tmp_path / "devices" / "dev.yaml").write_text("device: dev\nconfigs: {elsewhere: x}\n")
-    with pytest.raises(CIConfigError, match=r"dev\.yaml: configs\.elsewhere: expected embedded/upstream"):
+    with pytest.raises(CIConfigError, match=r"dev\.yaml:2: configs\.elsewhere: expected embedded/upstream"):
         load_profile(tmp_path, "dev")
     with pytest.raises(CIConfigError, match=r"no device profile 'other' \(profiles: dev\)"):
         load_profile(tmp_path, "other")

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
+from crcr.configfile import ConfigError, Fields, located, read_mapping
 
-
-class CIConfigError(Exception):
-    """A config that cannot be used: one line naming the file and the field."""
+#: The error every config of the pipeline raises: one line naming the file, the line and the field.
+CIConfigError = ConfigError
 
 
 @dataclass(frozen=True)
@@ -47,79 +45,25 @@ class CIConfig:
     source: Path = field(default=Path("configs/ci.yaml"), compare=False)
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CIConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise CIConfigError(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
-        raise CIConfigError(f"{path}{where}: not YAML: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise CIConfigError(f"{path}: top level: expected a mapping")
-    return data
-
-
-class _Fields:
-    """Typed reads of one mapping, each error naming the file and the dotted field."""
-
-    def __init__(self, path: Path, data: dict[str, Any], known: set[str], prefix: str = "") -> None:
-        self.path, self.data, self.prefix = path, data, prefix
-        unknown = sorted(set(map(str, data)) - known)
-        if unknown:
-            raise CIConfigError(f"{path}: {prefix}{unknown[0]}: unknown field (known: {', '.join(sorted(known))})")
-
-    def _fail(self, name: str, why: str) -> CIConfigError:
-        return CIConfigError(f"{self.path}: {self.prefix}{name}: {why}")
-
-    def text(self, name: str, default: str | None = None) -> str:
-        value = self.data.get(name, default)
-        if not isinstance(value, str) or not value.strip():
-            raise self._fail(name, "expected a non-empty string" if name in self.data else "required")
-        return value
-
-    def texts(self, name: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-        value = self.data.get(name, list(default))
-        if isinstance(value, str) or not isinstance(value, list):
-            raise self._fail(name, "expected a list of strings")
-        for index, item in enumerate(value):
-            if not isinstance(item, str | int | float) or isinstance(item, bool) or not str(item).strip():
-                raise self._fail(f"{name}[{index}]", "expected a non-empty string")
-        return tuple(str(v) for v in value)
-
-    def number(self, name: str, default: float, *, integer: bool = False, minimum: float = 1) -> float:
-        value = self.data.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or (integer and not isinstance(value, int)):
-            raise self._fail(name, f"expected {'an integer' if integer else 'a number'}")
-        if value < minimum:
-            raise self._fail(name, f"must be at least {minimum:g}")
-        return value
-
-    def mapping(self, name: str) -> dict[str, Any]:
-        value = self.data.get(name, {})
-        if not isinstance(value, dict):
-            raise self._fail(name, "expected a mapping")
-        return value
-
-
 ISOLATIONS = ("process", "docker")
 _CI_FIELDS = {"device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices"}
 
 
 def load_ci_config(path: Path) -> CIConfig:
     """Read and check `configs/ci.yaml`."""
-    top = _Fields(path, _read(path), _CI_FIELDS)
-    backend = _Fields(path, top.mapping("backend"), {"refs"}, "backend.")
-    core = _Fields(path, top.mapping("core"), {"versions"}, "core.")
-    suite = _Fields(path, top.mapping("suite"), {"root"}, "suite.")
-    shards = _Fields(path, top.mapping("shards"), {"count", "parallel", "workers", "isolation", "image"}, "shards.")
+    return located(path, lambda: _load_ci_config(path))
+
+
+def _load_ci_config(path: Path) -> CIConfig:
+    top = Fields(path, read_mapping(path), _CI_FIELDS)
+    backend = Fields(path, top.mapping("backend"), {"refs"}, "backend.")
+    core = Fields(path, top.mapping("core"), {"versions"}, "core.")
+    suite = Fields(path, top.mapping("suite"), {"root"}, "suite.")
+    shards = Fields(path, top.mapping("shards"), {"count", "parallel", "workers", "isolation", "image"}, "shards.")
     isolation = shards.text("isolation", "process")
     if isolation not in ISOLATIONS:
         raise CIConfigError(f"{path}: shards.isolation: {isolation!r} is not one of {', '.join(ISOLATIONS)}")
-    timeouts = _Fields(path, top.mapping("timeouts"), {"test", "shard"}, "timeouts.")
+    timeouts = Fields(path, top.mapping("timeouts"), {"test", "shard"}, "timeouts.")
     cores = core.texts("versions")
     if not cores:
         raise CIConfigError(f"{path}: core.versions: required (at least one torch version)")
@@ -151,10 +95,15 @@ _PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath"}
 def load_profile(configs_dir: Path, name: str) -> DeviceProfile:
     """`configs_dir/devices/NAME.yaml`; an unknown name lists the profiles there."""
     path = configs_dir / "devices" / f"{name}.yaml"
+    return located(path, lambda: _load_profile(path, name))
+
+
+def _load_profile(path: Path, name: str) -> DeviceProfile:
+    configs_dir = path.parent.parent
     if not path.is_file():
         known = sorted(p.stem for p in (configs_dir / "devices").glob("*.yaml"))
         raise CIConfigError(f"{path}: no device profile {name!r} (profiles: {', '.join(known) or 'none'})")
-    top = _Fields(path, _read(path), _PROFILE_FIELDS)
+    top = Fields(path, read_mapping(path), _PROFILE_FIELDS)
     suites = top.mapping("configs")
     for kind, folder in suites.items():
         if kind not in ("embedded", "upstream") or not isinstance(folder, str) or not folder.strip():
