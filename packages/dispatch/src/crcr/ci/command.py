@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from crcr import loop
 from crcr.ci import build, cores, envs, history, legs, runner, worktrees
 from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
 from crcr.ci.isolation import IsolationError
@@ -19,7 +22,7 @@ from crcr.ci.reproduce import ReproduceError, reproduce
 #: Errors of the pipeline that are the user's input or machine, said in one line (exit 2), never a traceback.
 EXPECTED: tuple[type[Exception], ...] = (
     CIConfigError, ReproduceError, history.HistoryError, worktrees.WorktreeError, cores.CoreError, build.BuildError,
-    envs.EnvError, runner.RunnerError, IsolationError, legs.LegError,
+    envs.EnvError, runner.RunnerError, IsolationError, legs.LegError, *loop.ERRORS,
 )  # fmt: skip
 
 
@@ -40,12 +43,24 @@ def _verdict_line(record: RunRecord, run_dir: Path) -> int:
 
 
 def _ci(args: argparse.Namespace) -> int:
+    if args.payload:
+        ran = loop.command(args, lambda trigger, combination: _pipeline(args, trigger, combination))
+        return 0 if ran is None else _verdict_line(*ran)
     progress = RichProgress()
     try:
         record, run_dir = run(_context(args, progress), {"event": args.event, "by": "crcr ci"})
     finally:
         progress.close()
     return _verdict_line(record, run_dir)
+
+
+def _pipeline(args: argparse.Namespace, trigger: Mapping[str, Any], combination: str) -> tuple[RunRecord, Path]:
+    """The loop's job: the pipeline on the gate's combination only, the dispatch recorded as its trigger."""
+    progress = RichProgress()
+    try:
+        return run(dataclasses.replace(_context(args, progress), only=(combination,)), trigger)
+    finally:
+        progress.close()
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -102,6 +117,7 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     _options(ci)
     ci.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this combination")
     ci.add_argument("--event", default="manual", help="what triggered the run, for the record")
+    loop.add_options(ci)
     ci.set_defaults(run=_ci)
 
 

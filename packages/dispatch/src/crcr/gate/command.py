@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from crcr.actions_output import OutputError, Value, write_outputs
-from crcr.gate.decide import decide
+from crcr.gate.decide import Decision, decide
 from crcr.gate.labels import Poll, poll_github
 from crcr.gate.payload import PayloadError, PullRequest, parse, read
 from crcr.gate.policy import PolicyError, load_policy
@@ -42,7 +42,8 @@ def _guarded(command: Callable[[argparse.Namespace], None]) -> Callable[[argpars
     return run
 
 
-def _payload_bytes(name: str) -> bytes:
+def payload_bytes(name: str) -> bytes:
+    """The client_payload's bytes from file `name` (`-`: stdin), at most one byte over GitHub's cap."""
     if name == "-":
         return read(sys.stdin.buffer)
     try:
@@ -52,16 +53,22 @@ def _payload_bytes(name: str) -> bytes:
         raise PayloadError(f"--payload: cannot read {name[:200]!r}: {exc.strerror or type(exc).__name__}") from None
 
 
-def _gate(args: argparse.Namespace) -> None:
-    policy = load_policy(Path(args.policy), args.device)
-    github = from_environment(args.github_api)
-    dispatch = parse(_payload_bytes(args.payload))
+def decision(raw: bytes, policy_path: Path, device: str | None = None, github_api: str | None = None) -> Decision:
+    """What `crcr gate` decides on a client_payload (`raw`, as `payload_bytes` read it): one function, so
+    `crcr ci --payload` runs exactly what the gate would have chosen."""
+    policy = load_policy(policy_path, device)
+    github = from_environment(github_api)
+    dispatch = parse(raw)
 
     def poll(pr: PullRequest) -> Poll:
         return poll_github(github, dispatch.repository, pr.number, policy.merged_label, policy.poll_seconds,
                            policy.poll_interval)  # fmt: skip
 
-    _emit(decide(dispatch, policy, poll).as_dict())
+    return decide(dispatch, policy, poll)
+
+
+def _gate(args: argparse.Namespace) -> None:
+    _emit(decision(payload_bytes(args.payload), Path(args.policy), args.device, args.github_api).as_dict())
 
 
 def _resolve(args: argparse.Namespace) -> None:
