@@ -120,7 +120,7 @@ def loop(
         if endpoint.serving:
             say(f"hud: {endpoint.hud_url(repo)}")
         else:
-            say(f"hud: later, `crcr relay serve --db {cache / 'relay.sqlite'}` serves it at /hud/{repo}")
+            say(f"hud: later, `crcr relay serve --db {cache / 'relay.sqlite'} --repo {repo}` serves it at /hud/{repo}")
     return record, run_dir
 
 
