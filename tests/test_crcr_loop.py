@@ -9,7 +9,10 @@ import datetime
 import html
 import importlib.util
 import json
+import os
 import re
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -164,10 +167,38 @@ def test_a_skipped_dispatch_sends_nothing(suite, relay: Relay, tmp_path: Path, c
     assert "dispatched; no callback yet" in http.request("GET", f"{relay.url}/hud/{REPO}").body
 
 
-def test_an_interrupted_job_is_reported_cancelled_on_the_local_relay(tmp_path: Path, capsys) -> None:
-    def interrupted(_trigger: Any, _combination: str) -> tuple[RunRecord, Path]:
-        raise KeyboardInterrupt
+def test_the_local_relay_keeps_the_run_and_links_its_report(suite, tmp_path: Path, capsys) -> None:
+    """With no relay given, the loop's own relay stores the run; a later relay over the same database and runs
+    folder (any port) shows the job on its HUD with a working link to the run's report."""
+    cache = tmp_path / "cache"
+    _, run_dir = loop.loop(str(FIXTURES / "pr_opened_labelled.json"), small_run(suite, tmp_path), policy=POLICY,
+                           repo=REPO, cache=cache)  # fmt: skip
+    assert f"--reports {cache / 'runs'}" in capsys.readouterr().out
+    with running_relay(cache / "relay.sqlite", allowlist={REPO: 2}, reports=cache / "runs") as later:
+        page = http.request("GET", f"{later.url}/hud/{REPO}").body
+        link = f"/reports/{run_dir.name}/report.html"
+        assert f'href="{link}"' in page
+        report = http.request("GET", f"{later.url}{link}", headers={"Accept": "text/html"}).body
+        assert report == (run_dir / "report.html").read_text()
+        for escape in ("/reports/../relay.sqlite/report.html", f"/reports/{run_dir.name}/../record.json",
+                       f"/reports/{run_dir.name}/hud.html"):  # fmt: skip
+            with pytest.raises(http.HTTPError, match="HTTP 404"):
+                http.request("GET", f"{later.url}{escape}")
 
+
+def _interrupt(_trigger: Any, _combination: str) -> tuple[RunRecord, Path]:
+    raise KeyboardInterrupt
+
+
+def _terminate(_trigger: Any, _combination: str) -> tuple[RunRecord, Path]:
+    """What a CI runner does to cancel a job: SIGTERM to the process."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+    raise AssertionError("SIGTERM did not end the job")
+
+
+@pytest.mark.parametrize("interrupted", [_interrupt, _terminate], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_job_is_reported_cancelled_on_the_local_relay(interrupted, tmp_path: Path, capsys) -> None:
     with pytest.raises(KeyboardInterrupt):
         loop.loop(str(FIXTURES / "pr_opened_labelled.json"), interrupted, policy=POLICY, repo=REPO, cache=tmp_path)
     assert "completed sent" in capsys.readouterr().out

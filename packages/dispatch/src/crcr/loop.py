@@ -17,6 +17,8 @@ import dataclasses
 import datetime
 import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -120,7 +122,10 @@ def loop(
         if endpoint.serving:
             say(f"hud: {endpoint.hud_url(repo)}")
         else:
-            say(f"hud: later, `crcr relay serve --db {cache / 'relay.sqlite'} --repo {repo}` serves it at /hud/{repo}")
+            say(
+                f"hud: later, `crcr relay serve --db {cache / 'relay.sqlite'} --repo {repo} --reports {cache / 'runs'}`"
+                f" serves it at /hud/{repo}"
+            )
     return record, run_dir
 
 
@@ -140,7 +145,8 @@ def local_relay(db: Path, repo: str, client_payload: Mapping[str, Any]) -> Itera
     """An in-process relay over `db` with `repo` at L2, the client_payload recorded as dispatched to it (as the real
     relay did before the dispatch reached us), minting tokens for `repo` at its runner endpoint."""
     db.parent.mkdir(parents=True, exist_ok=True)
-    with running_relay(db, allowlist={repo: 2}, rate_limit=600, issuer=Issuer(repository=repo)) as relay:
+    issuer = Issuer(repository=repo)
+    with running_relay(db, allowlist={repo: 2}, rate_limit=600, issuer=issuer, reports=db.parent / "runs") as relay:
         delivery = str(client_payload["delivery_id"])
         if not any(d["delivery_id"] == delivery for d in relay.store.deliveries(repo)):
             relay.store.record_dispatch(delivery, [repo], str(client_payload["event_type"]),
@@ -176,9 +182,11 @@ def report(
     post = _poster(endpoint, client_payload)
     _say(say, job, ledger.start(book, key, lambda: post(job, "in_progress", {})))
     try:
-        record, run_dir = run_job(trigger(gated, job), combination)
+        with _terminate_as_interrupt():
+            record, run_dir = run_job(trigger(gated, job), combination)
         done = dataclasses.replace(job, url=(run_dir / "report.html").as_uri())
         fields = completed_fields(run_dir, combination, done, client_payload)
+        fields["artifact_url"] = f"{endpoint.url}/reports/{run_dir.name}/report.html"
     except BaseException as exc:
         fields = {"conclusion": "cancelled" if isinstance(exc, KeyboardInterrupt) else "failure"}
         try:
@@ -188,6 +196,23 @@ def report(
         raise
     _say(say, done, ledger.finish(book, key, None, lambda: post(done, "completed", fields)))
     return record, run_dir
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """A SIGTERM (how a CI runner cancels a job) ends the job as Ctrl-C does, so its completed says cancelled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def completed_fields(

@@ -71,6 +71,7 @@ def _serve(args: argparse.Namespace) -> int:
         fail_seed=args.fail_seed,
         sweep_after=args.sweep_after,
         issuer=Issuer(repository=args.repo),
+        reports=Path(args.reports) if args.reports else None,
     )
     server = start(relay, args.host, args.port)
     info = {
@@ -129,6 +130,7 @@ def add_relay(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--fail-ratio", type=_ratio, default=0.0, help="answer this fraction of callbacks 429/503")
     serve.add_argument("--fail-seed", type=int, default=0, help="seed of the injected faults (default: 0)")
     serve.add_argument("--sweep-after", type=float, default=SWEEP_AFTER, help="close IN_PROGRESS older (seconds)")
+    serve.add_argument("--reports", help="a folder of run directories whose reports the HUD links (.tributary/runs)")
     serve.add_argument("--ready-file", help="write {url, callback_url, issuer, token_request_url/token} here")
     serve.set_defaults(run=_guarded(_serve))
 

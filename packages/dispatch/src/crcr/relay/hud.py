@@ -7,6 +7,7 @@ http(s) URLs become links.
 from __future__ import annotations
 
 import html
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -31,9 +32,12 @@ def _e(value: Any) -> str:
 
 
 def _link(url: Any, text: str) -> str:
-    """A link when `url` is http(s), else the escaped text alone (a `javascript:` URL never becomes a link)."""
+    """A link when `url` is http(s), else the escaped text alone (a `javascript:` URL never becomes a link). A run
+    report this relay serves (`.../reports/...`) links relative to the page, so it still opens when a later relay
+    serves the same database on another port."""
     if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
-        return f'<a href="{_e(url)}">{_e(text)}</a>'
+        path = urllib.parse.urlsplit(url).path
+        return f'<a href="{_e(path if path.startswith("/reports/") else url)}">{_e(text)}</a>'
     return _e(text)
 
 

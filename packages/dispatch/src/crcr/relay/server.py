@@ -5,6 +5,7 @@ Routes (one port):
     POST /github/callback/      the callback, `Authorization: Bearer <OIDC token>`
     GET  /hud/<owner>/<repo>    runs per delivery and job, as HTML
     GET  /api/deliveries        the same as JSON (`?repo=owner/name` for one repo)
+    GET  /reports/<run id>/<file>   a run's report.html, summary.json or record.json, from the `reports` folder
     GET  /.well-known/openid-configuration, /.well-known/jwks, /_actions/id-token   the local issuer
 
 Callback answers: 200 `{"state": "IN_PROGRESS"|"COMPLETED", "notes": [...]}` or `{"ignored": why}` (repo below L2,
@@ -48,6 +49,9 @@ from crcr.relay.validate import Rejected, check
 from crcr.relay.web import Reply, Request, Server, base_url, bind, html_reply, json_reply, serving
 
 CALLBACK_PATHS = ("/github/callback/", "/github/callback")
+REPORT_FILES = {"report.html": "text/html; charset=utf-8", "summary.json": "application/json",
+                "record.json": "application/json"}  # fmt: skip
+REPORT_PATH = re.compile(r"/reports/([A-Za-z0-9_-][A-Za-z0-9_.-]*)/(" + "|".join(map(re.escape, REPORT_FILES)) + ")")
 HUD_PATH = re.compile(r"/hud/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/?")
 SWEEP_AFTER = 6 * 3600.0
 #: Statuses an injected fault answers with, as an overloaded relay or its load balancer would.
@@ -85,6 +89,7 @@ class Settings:
     allowlist: Allowlist
     rate_limit: int = 60
     sweep_after: float = SWEEP_AFTER
+    reports: Path | None = None  # a folder of run directories (`.tributary/runs`) whose reports the HUD links
 
 
 class Relay:
@@ -126,7 +131,16 @@ class Relay:
                 return json_reply(200, {"deliveries": self.store.deliveries(repo)})
             if request.path in ("", "/"):
                 return html_reply(200, hud.index(self.settings.allowlist.downstream()))
+            if found := REPORT_PATH.fullmatch(request.path):
+                return self._report(found[1], found[2])
         return self.issuer.answer(request) or json_reply(404, {"error": f"no route {request.method} {request.path}"})
+
+    def _report(self, run_id: str, name: str) -> Reply:
+        """One of a run's report files; the names are fixed and the run id a plain name, so no path escapes."""
+        path = self.settings.reports / run_id / name if self.settings.reports else None
+        if path is None or not path.is_file():
+            return json_reply(404, {"error": f"no report {name} for run {run_id}"})
+        return Reply(200, path.read_bytes(), {"Content-Type": REPORT_FILES[name]})
 
     def _callback(self, request: Request) -> Reply:
         assert self.verifier is not None, "bind() the relay before serving"
@@ -217,10 +231,12 @@ def build(
     fail_seed: int = 0,
     sweep_after: float = SWEEP_AFTER,
     issuer: Issuer | None = None,
+    reports: Path | None = None,
 ) -> Relay:
-    """A relay over the database at `db_path`, not yet bound to a server."""
+    """A relay over the database at `db_path`, not yet bound to a server; `reports` is a folder of run directories
+    whose report files it serves under /reports/."""
     issuer = issuer or Issuer()
-    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after)
+    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after, reports)
     return Relay(Store(Path(db_path)), issuer, settings, Faults(fail_ratio, fail_seed))
 
 
