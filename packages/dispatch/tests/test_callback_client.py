@@ -240,13 +240,19 @@ def test_minting_retries_a_runner_5xx_and_fails_without_the_token(
         oidc.token({})
 
 
-def test_poll_waits_for_the_dispatched_run(endpoint: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_poll_waits_for_the_dispatched_run(
+    endpoint: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outputs = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     endpoint.script = [(200, {"status": "queued"}), (503, {}), (200, {"status": "in_progress"}),
                        (200, {"status": "completed", "conclusion": "failure"})]  # fmt: skip
     argv = ["callback", "poll", "--repo", "tributary/matrix", "--run-id", "77", "--github-api", endpoint.url,
             "--interval", "0.01", "--timeout", "30"]  # fmt: skip
     assert main(argv) == 0
     assert capsys.readouterr().out.strip() == "failure"
+    name, value = outputs.read_text().splitlines()[:2]
+    assert (name.partition("<<")[0], value) == ("conclusion", "failure")  # for the parent job's next step
     assert {path for path, _ in endpoint.seen} == {"/repos/tributary/matrix/actions/runs/77"}
     endpoint.script = [(200, {"status": "queued"})]
     assert main([*argv[:-1], "0.05"]) == 2

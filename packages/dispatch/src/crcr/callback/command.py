@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from crcr import http, oidc
+from crcr.actions_output import OutputError, write_outputs
 from crcr.callback import body as bodies
 from crcr.callback import from_run, ledger
 from crcr.callback.body import CallbackError
 
-ERRORS = (CallbackError, oidc.TokenError, http.HTTPError, OSError)
+ERRORS = (CallbackError, oidc.TokenError, http.HTTPError, OutputError, OSError)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -324,6 +325,7 @@ def _poll(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         status = run.get("status") if isinstance(run, dict) else None
         if status == "completed":
             conclusion = str(run.get("conclusion") or "")
+            write_outputs({"conclusion": conclusion}, env.get("GITHUB_OUTPUT", ""))
             print(conclusion)
             return 0
         if time.monotonic() + args.interval > deadline:
