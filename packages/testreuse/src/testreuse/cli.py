@@ -66,6 +66,9 @@ def _validate(args: argparse.Namespace) -> int:
     plan = validate(args.paths, torch_root, run_commands=args.run_capabilities, collected=collected)
     rules = sum(len(f.rules) for f in plan.files.values())
     print(f"ok: {len(plan.sources)} config file(s), {len(plan.files)} upstream file(s), {rules} rule placement(s)")
+    inactive = {p.order for f in plan.files.values() for p in f.rules if not p.active}
+    if inactive:
+        print(f"note: {len(inactive)} rule(s) apply to no case on torch {plan.torch_version} (only.torch)")
     ignored = ignored_export_ops(plan)
     if ignored:
         print(f"note: {len(ignored)} exported op(s) are not OpInfo names and narrow nothing: {', '.join(ignored)}")

@@ -16,6 +16,7 @@ from testreuse.comments import comment_reasons
 from testreuse.dialect import GlobalDialect, global_dialect
 from testreuse.errors import ConfigError, Location, Problem, format_path
 from testreuse.model import ConfigFile, Mode, Rule
+from testreuse.torchversion import installed_torch_version, torch_in_scope
 from testreuse.yamlmarks import MarkedDocument, parse_yaml
 
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -66,13 +67,15 @@ def resolve_device_root(option: str | None) -> Path | None:
 
 @dataclass(frozen=True)
 class PlacedRule:
-    """A rule with where it was written and its place in merge order (later wins ties)."""
+    """A rule with where it was written and its place in merge order (later wins ties). `active` is False when
+    its `only.torch` excludes the torch the plan was loaded for: it then applies to no case, but is still checked."""
 
     rule: Rule
     location: Location
     order: int
     doc: MarkedDocument
     path: tuple[str | int, ...]
+    active: bool = True
 
     def locate(self, *sub: str | int) -> Location:
         """Position of a value inside this rule, e.g. `locate("names", 0)`."""
@@ -92,7 +95,7 @@ class FilePlan:
 
 @dataclass
 class Plan:
-    """The merged configs: labels, per-file rules and the backend's capabilities."""
+    """The merged configs: labels, per-file rules and the backend's capabilities, for one torch version."""
 
     sources: list[Path]
     torch_root: Path
@@ -100,6 +103,7 @@ class Plan:
     files: dict[Path, FilePlan]
     capabilities: ResolvedCapabilities
     dialect: GlobalDialect
+    torch_version: str = ""
 
 
 def config_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -170,11 +174,14 @@ def load_plan(
     *,
     run_commands: bool = True,
     device_root: Path | None = None,
+    torch_version: str | None = None,
 ) -> Plan:
     """Merge configs in order: rules concatenate (later wins ties), later `unlisted_test_mode` and capability keys win,
     labels unite. `run_commands=False` leaves capability export commands unrun (see resolve_capabilities); without
-    `device_root`, `$TORCH_DEVICE_ROOT` is used."""
+    `device_root`, `$TORCH_DEVICE_ROOT` is used. Rules whose `only.torch` excludes `torch_version` (default: the
+    installed torch's) are kept but inactive."""
     sources = config_files(inputs)
+    torch_version = torch_version or installed_torch_version()
     device_root = device_root or resolve_device_root(None)
     problems: list[Problem] = []
     labels: list[str] = []
@@ -209,7 +216,9 @@ def load_plan(
                 for rule_index, rule in enumerate(entry.tests):
                     rule_path = (*base, "tests", rule_index)
                     order_of_rule = order + rule_index
-                    plan.rules.append(PlacedRule(rule, doc.locate(rule_path), order_of_rule, doc, rule_path))
+                    active = torch_in_scope(rule.only.torch if rule.only else None, torch_version)
+                    placed = PlacedRule(rule, doc.locate(rule_path), order_of_rule, doc, rule_path, active)
+                    plan.rules.append(placed)
             order += len(entry.tests)
     capabilities = None
     try:
@@ -218,4 +227,5 @@ def load_plan(
         problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
-    return Plan(sources, torch_root, tuple(labels), files, capabilities, global_dialect(capability_layers))
+    dialect = global_dialect(capability_layers)
+    return Plan(sources, torch_root, tuple(labels), files, capabilities, dialect, torch_version)

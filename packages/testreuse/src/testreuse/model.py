@@ -7,6 +7,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import torch
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 EXACT_NAME = re.compile(r"[A-Za-z_]\w*::[A-Za-z_]\w*")
@@ -59,7 +60,26 @@ def _bare_op(value: Any) -> Any:
     return {"name": value} if isinstance(value, str) else value
 
 
+def _torch_specifier(text: str) -> str:
+    """A PEP 440 specifier set for torch's public version; local labels (`+cpu`) never take part."""
+    if not text.strip():
+        raise ValueError("an empty torch specifier would match every version: give one, e.g. '>=2.14'")
+    try:
+        specifiers = SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError(f"{text!r} is not a PEP 440 version specifier set (e.g. '>=2.14' or '>=2.13,<2.14')") from None
+    local = next((s for s in specifiers if "+" in s.version), None)
+    if local is not None:
+        raise ValueError(f"{str(local)!r} has a local label: torch's version is compared without it (+cpu, +cu130)")
+    return text
+
+
 DtypeName = Annotated[str, AfterValidator(_torch_dtype)]
+TorchSpecifier = Annotated[
+    str,
+    AfterValidator(_torch_specifier),
+    Field(description="PEP 440 specifier set on the running torch's public version, e.g. '>=2.14'."),
+]
 CaseName = Annotated[str, AfterValidator(_case_name)]
 
 
@@ -140,16 +160,17 @@ class Edits(Strict):
 
 
 class Scope(Strict):
-    """Restrict a rule to some cases of its tests (by op, dtype or module); an empty scope would match nothing."""
+    """Restrict a rule to some cases of its tests (op, dtype, module) or torch versions; an empty one matches none."""
 
     ops: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
     dtypes: list[DtypeName] | None = Field(None, min_length=1)
     modules: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
+    torch: TorchSpecifier | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> Scope:
-        if self.ops is None and self.dtypes is None and self.modules is None:
-            raise ValueError("an empty scope matches no case: give ops, dtypes or modules")
+        if self.ops is None and self.dtypes is None and self.modules is None and self.torch is None:
+            raise ValueError("an empty scope matches no case: give ops, dtypes, modules or torch")
         return self
 
 
@@ -160,7 +181,9 @@ class Rule(Strict):
     )
     mode: Mode = Field(Mode.mandatory_success, description="Outcome bucket for the matched tests (as torch-spyre).")
     reason: str | None = Field(None, description="Why; required for every mode but mandatory_success.")
-    only: Scope | None = Field(None, description="Apply this rule only to cases with these ops/dtypes/modules.")
+    only: Scope | None = Field(
+        None, description="Apply this rule only to cases with these ops/dtypes/modules, on these torch versions."
+    )
     labels: list[str] = Field(default_factory=list, description="Tiers for these tests, as `label__<name>` marks.")
     tags: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
         default_factory=list, description="pytest marks on these tests' cases, also JUnit properties."

@@ -59,6 +59,8 @@ def _in_scope(placed: PlacedRule, case: Case) -> bool:
     only = placed.rule.only
     if only is None:
         return True
+    if not placed.active:  # only.torch excludes the running torch: decided once, when the plan was loaded
+        return False
     if only.ops is not None and case.op not in only.ops:
         return False
     if only.dtypes is not None and not set(case.dtypes) & set(only.dtypes):

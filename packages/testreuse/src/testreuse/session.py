@@ -151,9 +151,9 @@ class TestreuseSession:
         return torchbridge.Added(**added)
 
     def _named_tests(self) -> Iterator[tuple[PlacedRule, tuple[str, str]]]:
-        """Each rule with edits and every generic (class, test) of its file that one of its names matches."""
+        """Each active rule with edits and every generic (class, test) of its file that one of its names matches."""
         for path, file_plan in self.plan.files.items():
-            with_edits = [p for p in file_plan.rules if p.rule.edits is not None]
+            with_edits = [p for p in file_plan.rules if p.rule.edits is not None and p.active]
             tests = generic_tests(path) if with_edits else set()
             for placed in with_edits:
                 for key in sorted(k for k in tests if any(name_matches(n, k) for n in placed.rule.names)):

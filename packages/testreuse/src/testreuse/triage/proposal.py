@@ -20,6 +20,7 @@ from testreuse.loader import PlacedRule, Plan
 from testreuse.triage.causes import PASSING, Cause, classify
 
 PASS = "pass"
+SCOPE_KEYS = ("ops", "modules", "dtypes", "torch")  # a narrower rule keeps its rule's torch versions too
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _change(placed: PlacedRule, groups: list[Group]) -> RuleChange | None:
     for group in groups[1:]:
         for names, scope in _scopes(group, groups):
             narrowed = {**original.get("only", {}), **(scope or {})}  # never wider than the rule it splits
-            only = {k: narrowed[k] for k in ("ops", "modules", "dtypes") if k in narrowed} or None
+            only = {k: narrowed[k] for k in SCOPE_KEYS if k in narrowed} or None
             fields = {**original, "names": names, "only": only, "mode": group.mode, "reason": group.reason()}
             texts.append(_render(fields, indent))
     return RuleChange(path, start, end, "".join(lines[start - 1 : end - 1]), "".join(texts), tuple(groups))
@@ -151,8 +152,8 @@ def _block_end(lines: list[str], start: int, column: int) -> int:
 
 def _fields(rule: Any) -> dict[str, Any]:
     data = rule.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-    if "only" in data:  # in the configs' order: what, then which dtypes
-        data["only"] = {k: data["only"][k] for k in ("ops", "modules", "dtypes") if k in data["only"]}
+    if "only" in data:  # in the configs' order: what, then which dtypes, then which torch
+        data["only"] = {k: data["only"][k] for k in SCOPE_KEYS if k in data["only"]}
     return {k: data[k] for k in ("names", "only", "labels", "edits") if k in data}
 
 
