@@ -1,0 +1,181 @@
+"""`testselect`: index an upstream test tree into the repository memory, and query it for similar tests."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from testselect import similar
+from testselect.index.build import TreeError, index_tree
+from testselect.index.store import DEFAULT_STORE, Store, StoreError
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    INCOMPLETE = 1  # index --strict skipped an unparsable file; similar found nothing
+    USAGE = 2  # bad input: one `error:` line
+
+
+class CliError(Exception):
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def _store(args: argparse.Namespace, create: bool) -> Store:
+    return Store.open(Path(args.store), create=create)
+
+
+def _index(args: argparse.Namespace) -> int:
+    root = Path(args.torch_root)
+    if not root.is_dir():
+        raise CliError(f"--torch-root {root}: not a directory")
+    store = _store(args, create=True)
+    try:
+        counts = index_tree(root, store)
+        totals = store.totals()
+    finally:
+        store.close()
+    for line in counts.errors:
+        print(f"skipped: {line}", file=sys.stderr)
+    if args.json:
+        report = dataclasses.asdict(counts) | {"store": str(args.store), "totals": totals}
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        c = counts
+        print(
+            f"files: {c.files_scanned} scanned, {c.files_added} added, {c.files_changed} changed, "
+            f"{c.files_unchanged} unchanged, {c.files_removed} removed, {c.files_unparsable} unparsable; "
+            f"tests: {c.tests_added} added, {c.tests_changed} changed, {c.tests_unchanged} unchanged, "
+            f"{c.tests_removed} removed; store {args.store}: {totals['files']} files, {totals['classes']} classes, "
+            f"{totals['tests']} tests"
+        )
+    return ExitCode.INCOMPLETE if args.strict and counts.errors else ExitCode.OK
+
+
+def _similar(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise CliError(f"--limit {args.limit}: must be at least 1")
+    if (args.text is None) == (args.like is None):
+        raise CliError("give either TEXT or --like NODE_ID")
+    store = _store(args, create=False)
+    try:
+        if args.like is not None:
+            test = store.test(args.like)
+            if test is None:
+                raise CliError(f"--like {args.like}: no such test in {args.store}", hint="node ids: file::Class::test")
+            query = similar.document(test)
+        else:
+            query = similar.tokens(args.text)
+        matches = similar.rank(store.tests(), query, args.limit, exclude=args.like)
+    finally:
+        store.close()
+    if args.json:
+        shown = {"query": query, "matches": [dataclasses.asdict(m) for m in matches]}
+        print(json.dumps(shown, indent=2, sort_keys=True))
+    else:
+        for match in matches:
+            print(f"{match.score:8.4f}  {match.node_id}  {match.summary}")
+    return ExitCode.OK if matches else ExitCode.INCOMPLETE
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _store(args, create=False)
+    try:
+        test = store.test(args.node_id)
+    finally:
+        store.close()
+    if test is None:
+        raise CliError(f"{args.node_id}: no such test in {args.store}", hint="node ids: file::Class::test")
+    test.pop("id")
+    print(json.dumps(test, indent=2, sort_keys=True))
+    return ExitCode.OK
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=str(DEFAULT_STORE), help=f"the SQLite index (default: {DEFAULT_STORE})")
+
+
+def _setup_index(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--torch-root", required=True, help="a PyTorch checkout's root: its test/ folder is indexed")
+    _store_option(parser)
+    parser.add_argument("--json", action="store_true", help="the counts as JSON")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when an unparsable file was skipped")
+
+
+def _setup_similar(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text", nargs="?", metavar="TEXT", help='what the tests are about, e.g. "view storage"')
+    parser.add_argument("--like", metavar="NODE_ID", help="rank tests like this one (file::Class::test)")
+    parser.add_argument("--limit", type=int, default=10, help="how many to show (default: 10)")
+    _store_option(parser)
+    parser.add_argument("--json", action="store_true", help="the query words and ranked matches as JSON")
+
+
+def _setup_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("node_id", metavar="NODE_ID", help="file::Class::test")
+    _store_option(parser)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    setup: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS = (
+    Command(
+        "index", "parse a tree's test/ folder (AST, never imported) into the store; incremental", _setup_index, _index
+    ),
+    Command(
+        "similar", "tests about TEXT, or like --like NODE_ID, ranked by BM25 with scores", _setup_similar, _similar
+    ),
+    Command("show", "one indexed test's record: parametrizations, features, hash, summary", _setup_show, _show),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code.value}  {code.name.lower()}" for code in ExitCode)
+    parser = argparse.ArgumentParser(
+        prog="testselect",
+        description=__doc__,
+        epilog=f"exit codes:\n{codes}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.setup(sub.add_parser(command.name, help=command.summary, description=command.summary))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return ExitCode.OK if exc.code == 0 else ExitCode.USAGE
+    run = next(c.run for c in COMMANDS if c.name == args.command)
+    try:
+        return run(args)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return ExitCode.USAGE
+    except (StoreError, TreeError, OSError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return ExitCode.USAGE
