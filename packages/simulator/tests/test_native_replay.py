@@ -31,6 +31,7 @@ CASES: dict[str, Callable[[torch.Tensor, torch.Tensor], object]] = {
     "cumsum": lambda x, y: torch.cumsum(x, -1),
     "flip": lambda x, y: torch.flip(x, [0]),
     "full_sum": lambda x, y: x.sum(),
+    "nonzero_static": lambda x, y: torch.nonzero_static(x, size=4000, fill_value=-3),
 }
 
 

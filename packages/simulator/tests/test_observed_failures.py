@@ -3,9 +3,12 @@ reference."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import warnings
 
 import pytest
+import ringsim
 import torch
 from ringsim.engine import compute
 
@@ -254,3 +257,110 @@ def test_cat_of_mixed_formats_is_contiguous() -> None:
     x = torch.randn(2, 3, 4, 4)
     result = torch.cat((x.to(DEVICE), x.contiguous(memory_format=torch.channels_last).to(DEVICE)))
     assert result.is_contiguous()
+
+
+# --- nonzero_static (torch 2.14's combinations calls it): CPU's rows, truncation and fill, with its out= form --------
+
+_NONZERO = torch.tensor([[1, 0, 2], [0, 0, 3], [4, 0, 0]])
+NONZERO_STATIC = {
+    "pads": lambda d: torch.nonzero_static(_NONZERO.to(d), size=7),
+    "pads-with-a-fill-value": lambda d: torch.nonzero_static(_NONZERO.to(d), size=6, fill_value=9),
+    "exact": lambda d: torch.nonzero_static(_NONZERO.to(d), size=4),
+    "truncates": lambda d: torch.nonzero_static(_NONZERO.to(d), size=2, fill_value=5),
+    "size-0": lambda d: torch.nonzero_static(_NONZERO.to(d), size=0),
+    "0-dim-nonzero": lambda d: torch.nonzero_static(torch.tensor(2.5, device=d), size=3),
+    "0-dim-zero": lambda d: torch.nonzero_static(torch.tensor(0, device=d), size=3),
+    "empty": lambda d: torch.nonzero_static(torch.zeros(0, 3, device=d), size=4),
+    "all-zero": lambda d: torch.nonzero_static(torch.zeros(2, 5, device=d), size=3, fill_value=-7),
+    "transposed": lambda d: torch.nonzero_static(_NONZERO.to(d).t(), size=5),
+    "out-resized": lambda d: torch.nonzero_static(
+        _NONZERO.to(d), size=6, out=torch.empty(0, dtype=torch.int64, device=d)
+    ),
+    "out-in-place": lambda d: torch.nonzero_static(
+        _NONZERO.to(d), size=3, out=torch.full((3, 2), 8, dtype=torch.int64, device=d)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", NONZERO_STATIC)
+def test_nonzero_static_matches_cpu(name: str) -> None:
+    result = NONZERO_STATIC[name](DEVICE)
+    assert result.device.type == DEVICE
+    torch.testing.assert_close(result.cpu(), NONZERO_STATIC[name]("cpu"), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+    ],
+)
+@pytest.mark.parametrize("size", [0, 10, 40, 200])
+def test_nonzero_static_of_each_dtype_matches_cpu(dtype: torch.dtype, size: int) -> None:
+    x = (torch.rand(4, 5, 6) > 0.6).to(dtype) * (torch.randn(4, 5, 6) * 3).to(dtype)
+    for _ in range(2):  # the second call is the native replay's
+        expected = torch.nonzero_static(x, size=size)
+        torch.testing.assert_close(torch.nonzero_static(x.to(DEVICE), size=size).cpu(), expected, rtol=0, atol=0)
+        x = x.flip(0)
+
+
+NONZERO_STATIC_REFUSED = {
+    "negative-size": lambda d: torch.nonzero_static(torch.ones(3, device=d), size=-1),
+    "out-of-the-wrong-dtype": lambda d: torch.nonzero_static(
+        torch.ones(3, device=d), size=2, out=torch.empty(2, 1, device=d)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", NONZERO_STATIC_REFUSED)
+def test_nonzero_static_refuses_what_cpu_refuses(name: str) -> None:
+    with pytest.raises(RuntimeError) as cpu:
+        NONZERO_STATIC_REFUSED[name]("cpu")
+    with pytest.raises(RuntimeError) as ring:
+        NONZERO_STATIC_REFUSED[name](DEVICE)
+    assert str(ring.value) == str(cpu.value)
+
+
+def test_nonzero_static_out_warns_like_cpu_when_resizing() -> None:
+    def warned(device: str) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.nonzero_static(_NONZERO.to(device), size=4, out=torch.empty(3, dtype=torch.int64, device=device))
+        return [str(w.message).partition(" (Triggered")[0] for w in caught]
+
+    assert warned(DEVICE) == warned("cpu")
+
+
+@pytest.mark.parametrize(("r", "with_replacement"), [(2, False), (3, False), (3, True), (2, True)])
+def test_nonzero_static_as_torch_2_14_combinations_calls_it(r: int, with_replacement: bool) -> None:
+    """torch 2.14's combinations: an r-dim triangular mask, nonzero_static of its known count, then an index."""
+
+    def combinations(device: str) -> torch.Tensor:
+        x = torch.arange(5.0, device=device)
+        axis = torch.arange(5, device=device)
+        grids = [axis.view([-1 if i == j else 1 for j in range(r)]).expand([5] * r) for i in range(r)]
+        mask = torch.full([5] * r, True, device=device)
+        for a, b in itertools.pairwise(grids):
+            mask.mul_(a <= b if with_replacement else a < b)
+        size = math.comb(5 + r - 1, r) if with_replacement else math.comb(5, r)
+        return x[torch.nonzero_static(mask, size=size)]
+
+    expected = torch.combinations(torch.arange(5.0), r, with_replacement=with_replacement)
+    torch.testing.assert_close(combinations(DEVICE).cpu(), expected, rtol=0, atol=0)
+    torch.testing.assert_close(combinations("cpu"), expected, rtol=0, atol=0)
+
+
+def test_nonzero_static_is_in_the_capabilities_export() -> None:
+    ops = {op["name"]: [d["name"] for d in op["dtypes"]] for op in ringsim.capabilities()["aten_ops"]}
+    assert ops["aten::nonzero_static"] == ops["aten::nonzero"]  # every dtype nonzero takes
+    assert ops["aten::nonzero_static.out"] == ops["aten::nonzero"]
+    served = {op["name"]: op["dtypes"] for op in ringsim.capabilities()["supported_ops"]}
+    assert served["nonzero_static"] == served["nonzero"]

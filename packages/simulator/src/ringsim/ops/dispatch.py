@@ -142,7 +142,7 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         plan, prepared = _plan(spec, functional, sig, values, build, qualname)
         if spec.kind is Kind.ELEMENTWISE:
             _check_cast(plan, outs)
-        elif len(outs) > 1:
+        elif len(outs) > 1 or spec.kind is Kind.INDEXING:
             _check_out_dtypes(plan, op, out_sig, named)
         direct = all([_check_overlap(spec, out, values) for out in outs])  # a list: every out is checked
         shapes = _result_shapes(plan, functional, sig, values)
@@ -243,8 +243,9 @@ def _check_cast(plan: Plan, outs: list[torch.Tensor]) -> None:
 
 
 def _check_out_dtypes(plan: Plan, op: torch._ops.OpOverload, sig: Signature, named: dict[str, Any]) -> None:
-    """Outs of the wrong dtype for a (values, indices) op: CPU's refusal, word for word (each op words it its own
-    way), found by running the call on CPU zero tensors; only when a dtype differs, and only if CPU refuses it."""
+    """Outs of the wrong dtype for a (values, indices) op or an index result (``nonzero_static``): CPU's refusal, word
+    for word (each op words it its own way), found by running the call on CPU zero tensors; only when a dtype
+    differs, and only if CPU refuses it."""
     outs = [named[a.name] for a in op._schema.arguments if a.is_out]
     if all(spec.dtype == out.dtype for spec, out in zip(plan.outputs, outs, strict=True)):
         return

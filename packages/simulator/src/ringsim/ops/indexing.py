@@ -3,7 +3,8 @@
 Tensor indices run as one-core gather/scatter programs (``index_gather``/``index_scatter``). A bool mask index
 becomes long indices through the device's own ``nonzero``. A data-dependent size is found the way an accelerator
 finds it: a counting program first (``count_nonzero``), whose one number the host reads (a sync, as on CUDA),
-then the program sized by it. ``unique_consecutive`` and ``unique`` are compositions of device kernels.
+then the program sized by it; ``nonzero_static`` is given its size, so it runs that program with no count.
+``unique_consecutive`` and ``unique`` are compositions of device kernels.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 from ringsim.engine.compute import spread_indices
 from ringsim.ops import caller_warnings, errors, layout
+from ringsim.ops.calls import Signature
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.plan import OutputSpec, Plan, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
@@ -214,6 +216,14 @@ def _count(t: torch.Tensor) -> int:
     return int(torch.count_nonzero(t).item())
 
 
+def nonzero_plan(key: Any, name: str, source: torch.Tensor, size: int, fill_value: int) -> Plan:
+    """The one-core program writing `source`'s first `size` nonzero coordinates, then `fill_value` rows: what
+    ``nonzero`` runs once it has counted, and ``nonzero_static`` with the caller's size."""
+    outputs = [OutputSpec("out", (size, source.dim()), torch.int64)]
+    step = Step("nonzero_static", ("in0",), ("out",), {"size": size, "fill_value": fill_value})
+    return Plan(key, _program(name, [("in0", source)], outputs, [step]), _getters(1), tuple(outputs), returns_first)
+
+
 def nonzero_kernel(spec: OpSpec, qualname: str):
     def nonzero(self: torch.Tensor) -> torch.Tensor:
         _check(spec, qualname, self)
@@ -221,17 +231,18 @@ def nonzero_kernel(spec: OpSpec, qualname: str):
         if n == 0 or self.dim() == 0:
             return torch.empty((n, self.dim()), dtype=torch.int64, device=self.device)
         key = ("nonzero", _signature([self]), n)
-
-        def make() -> Plan:
-            outputs = [OutputSpec("out", (n, self.dim()), torch.int64)]
-            step = Step("nonzero_static", ("in0",), ("out",), {"size": n, "fill_value": -1})
-            return Plan(
-                key, _program("nonzero", [("in0", self)], outputs, [step]), _getters(1), tuple(outputs), returns_first
-            )
-
-        return _cached(key, make).run([_prepared(self)], self.device)
+        return _cached(key, lambda: nonzero_plan(key, "nonzero", self, n, -1)).run([_prepared(self)], self.device)
 
     return nonzero
+
+
+def build_nonzero_static(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
+    """``nonzero_static``: its size is the caller's, so no count and no host read; the generic kernels around this
+    builder give it its ``out=`` form and the native replay."""
+    source, size, fill_value = (values[sig.index[name]] for name in ("self", "size", "fill_value"))
+    if size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")  # CPU's words
+    return nonzero_plan(key, sig.qualname, source, size, fill_value)
 
 
 def masked_select_kernel(spec: OpSpec, qualname: str):

@@ -44,6 +44,7 @@ _BUILDERS: dict[str, dispatch.Builder] = {
     "_softmax": rows.build_softmax,
     "_log_softmax": rows.build_softmax,
     "native_layer_norm": rows.build_layer_norm,
+    "nonzero_static": indexing.build_nonzero_static,
 }
 _BY_KIND: dict[Kind, dispatch.Builder] = {
     Kind.ELEMENTWISE: elementwise.build,
@@ -99,7 +100,7 @@ def register() -> None:
         for variant in variants(spec):
             if spec.kind in (Kind.CREATION, Kind.RANDOM):
                 kernel = _creation_kernel(spec, variant.op, variant.qualname)
-            elif spec.kind is Kind.INDEXING:
+            elif spec.kind is Kind.INDEXING and spec.aten in indexing.KERNELS:
                 if variant.role != "functional":
                     continue  # out= forms of data-dependent ops stay refused by name
                 kernel = indexing.KERNELS[spec.aten](spec, variant.qualname)

@@ -317,6 +317,7 @@ SPECS: tuple[OpSpec, ...] = (
     _op("index", Kind.INDEXING, "Tensor", dtypes=HELD),
     _op("_index_put_impl_", Kind.INDEXING, dtypes=HELD),
     _op("nonzero", Kind.INDEXING, dtypes=HELD),
+    _op("nonzero_static", Kind.INDEXING, dtypes=HELD),  # the caller's size: no count, so out= and replay as usual
     _op("masked_select", Kind.INDEXING, dtypes=HELD),
     _op("unique_consecutive", Kind.INDEXING, dtypes=ALL),
     _op("_unique2", Kind.INDEXING, dtypes=ALL),
@@ -456,6 +457,7 @@ OPINFO_NEEDS: dict[str, tuple[str, ...]] = {
             "searchsorted",
             "histc",
             "nonzero",
+            "nonzero_static",
             "masked_select",
             "unique_consecutive",
         )
