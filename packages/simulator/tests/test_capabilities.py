@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 import yaml
 from ringsim.capabilities import capabilities
 from ringsim.cli import main
@@ -37,6 +38,18 @@ def test_exports_every_registry_op_and_opinfo_entry() -> None:
             assert f"aten::{name}" in aten
     assert "aten::add_.Tensor" in aten
     assert "aten::add.out" in aten
+
+
+@pytest.mark.parametrize("op", ["nonzero", "masked_select"])
+def test_an_out_form_the_device_refuses_is_not_exported(op: str) -> None:
+    """The out= forms of data-dependent ops are refused by name: the export must not promise them."""
+    aten = {o["name"] for o in capabilities()["aten_ops"]}
+    assert f"aten::{op}" in aten
+    assert f"aten::{op}.out" not in aten
+    x = torch.tensor([0.0, 1.0, 2.0], device="ring")
+    args = (x,) if op == "nonzero" else (x, x > 0)
+    with pytest.raises(NotImplementedError, match=rf"aten::{op}\.out"):
+        getattr(torch, op)(*args, out=torch.empty(0, dtype=torch.int64 if op == "nonzero" else x.dtype, device="ring"))
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])

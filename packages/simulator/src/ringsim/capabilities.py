@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ringsim.ops.register import registered
 from ringsim.ops.registry import DEVICE, OPINFO_NEEDS, SPECS, dtype_name, opinfo_dtypes, sort_dtypes
 from ringsim.ops.variants import variants
 
@@ -26,7 +27,7 @@ def capabilities() -> dict[str, Any]:
     aten_ops = []
     for spec in SPECS:
         dtypes = [{"name": dtype_name(d)} for d in sort_dtypes(spec.dtypes)]
-        for variant in variants(spec):
+        for variant in filter(lambda v, spec=spec: registered(spec, v), variants(spec)):
             aten_ops.append(
                 {
                     "name": f"aten::{variant.qualname}",

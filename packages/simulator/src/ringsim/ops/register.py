@@ -22,7 +22,7 @@ from ringsim.ops import (
 from ringsim.ops.calls import Signature
 from ringsim.ops.plan import Plan
 from ringsim.ops.registry import SPECS, Kind, OpSpec
-from ringsim.ops.variants import variants
+from ringsim.ops.variants import Variant, variants
 
 #: Python's shift operators, run as the named shifts: the engine resolves compute fns by aten name, and an
 #: operator's dunder name is not one there.
@@ -91,6 +91,12 @@ def _refuser(name: str):
     return refuse
 
 
+def registered(spec: OpSpec, variant: Variant) -> bool:
+    """Whether the device has a kernel for this variant. The out= forms of data-dependent ops (a result size only
+    the data decides) stay refused by name; `ringsim capabilities` lists exactly what this admits."""
+    return not (spec.kind is Kind.INDEXING and spec.aten in indexing.KERNELS and variant.role != "functional")
+
+
 def register() -> None:
     """Register the kernels (once per process)."""
     if _libraries:
@@ -98,11 +104,11 @@ def register() -> None:
     lib = torch.library.Library("aten", "IMPL")
     for spec in SPECS:
         for variant in variants(spec):
+            if not registered(spec, variant):
+                continue
             if spec.kind in (Kind.CREATION, Kind.RANDOM):
                 kernel = _creation_kernel(spec, variant.op, variant.qualname)
             elif spec.kind is Kind.INDEXING and spec.aten in indexing.KERNELS:
-                if variant.role != "functional":
-                    continue  # out= forms of data-dependent ops stay refused by name
                 kernel = indexing.KERNELS[spec.aten](spec, variant.qualname)
             else:
                 build = _BUILDERS.get(spec.aten) or _BY_KIND[spec.kind]
