@@ -1,4 +1,5 @@
-"""`testselect`: index an upstream test tree into the repository memory, and query it for similar tests."""
+"""`testselect`: index an upstream test tree into the repository memory, query it for similar tests, and record
+which aten ops each test case runs (op evidence) as a reverse index."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testselect import similar
+from testselect.evidence import store as evidence
+from testselect.evidence.run import run_evidence
 from testselect.index.build import TreeError, index_tree
 from testselect.index.store import DEFAULT_STORE, Store, StoreError
 
 
 class ExitCode(enum.IntEnum):
     OK = 0
-    INCOMPLETE = 1  # index --strict skipped an unparsable file; similar found nothing
+    INCOMPLETE = 1  # index --strict skipped an unparsable file; similar or tests found nothing
     USAGE = 2  # bad input: one `error:` line
 
 
@@ -99,6 +102,71 @@ def _show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _evidence(args: argparse.Namespace) -> int:
+    root = Path(args.torch_root)
+    if not root.is_dir():
+        raise CliError(f"--torch-root {root}: not a directory")
+    if args.shards < 1:
+        raise CliError(f"--shards {args.shards}: must be at least 1")
+    if args.timeout < 0:
+        raise CliError(f"--timeout {args.timeout}: must be 0 (none) or more")
+    store = _store(args, create=True)
+    try:
+        workdir = Path(f"{args.store}.evidence")
+        report = run_evidence(root, store, args.shards, args.files, args.timeout, workdir)
+        totals = evidence.totals(store)
+    finally:
+        store.close()
+    for problem in report.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    observed = dict(sorted(report.observed.items()))
+    if args.json:
+        shown = dataclasses.asdict(report) | {"observed": observed, "store": str(args.store), "totals": totals}
+        print(json.dumps(shown, indent=2, sort_keys=True))
+    else:
+        outcomes = ", ".join(f"{n} {outcome}" for outcome, n in observed.items()) or "none"
+        print(
+            f"cases: {sum(observed.values())} observed ({outcomes}), {report.already_recorded} already recorded; "
+            f"{report.launches} pytest processes; {report.wall_seconds:.1f} s; store {args.store}: "
+            f"{totals['cases']} cases, {totals['distinct_ops']} distinct ops"
+        )
+    return ExitCode.OK
+
+
+def _ops(args: argparse.Namespace) -> int:
+    store = _store(args, create=False)
+    try:
+        evidence.ensure(store)
+        cases = evidence.ops_of(store, args.test)
+    finally:
+        store.close()
+    if cases is None:
+        raise CliError(f"--test {args.test}: no recorded case in {args.store}", hint="run `testselect evidence` first")
+    if args.json:
+        print(json.dumps(cases, indent=2, sort_keys=True))
+    else:
+        for case in cases:
+            print(f"{case['node_id']}  {case['outcome']}  {case['duration']:.3f} s")
+            for op in case["ops"]:
+                print(f"  {op['count']:6d}  {op['op']}  {','.join(op['dtypes'])}")
+    return ExitCode.OK
+
+
+def _tests(args: argparse.Namespace) -> int:
+    store = _store(args, create=False)
+    try:
+        evidence.ensure(store)
+        cases = evidence.tests_of(store, args.op, args.dtype)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"op": args.op, "dtype": args.dtype, "cases": cases}, indent=2, sort_keys=True))
+    else:
+        for case in cases:
+            print(f"{case['count']:6d}  {case['node_id']}  {case['outcome']}")
+    return ExitCode.OK if cases else ExitCode.INCOMPLETE
+
+
 def _store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=str(DEFAULT_STORE), help=f"the SQLite index (default: {DEFAULT_STORE})")
 
@@ -123,6 +191,30 @@ def _setup_show(parser: argparse.ArgumentParser) -> None:
     _store_option(parser)
 
 
+def _setup_evidence(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--torch-root", required=True, help="a PyTorch checkout's root: its test/ files are run")
+    _store_option(parser)
+    parser.add_argument("--shards", type=int, default=1, help="pytest processes at once, files split (default: 1)")
+    parser.add_argument("--files", nargs="+", metavar="GLOB", help="only these files (paths under test/, fnmatch)")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds one case may run, then it is a timeout (0: none)"
+    )
+    parser.add_argument("--json", action="store_true", help="the run's report as JSON")
+
+
+def _setup_ops(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--test", required=True, metavar="NODE_ID", help="a case's pytest node id, or a test's")
+    _store_option(parser)
+    parser.add_argument("--json", action="store_true", help="the cases and their ops as JSON")
+
+
+def _setup_tests(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op", required=True, help="an aten overload, e.g. aten::mul.Scalar")
+    parser.add_argument("--dtype", help="only cases that passed it a tensor of this dtype, e.g. float64")
+    _store_option(parser)
+    parser.add_argument("--json", action="store_true", help="the cases as JSON")
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -139,6 +231,14 @@ COMMANDS = (
         "similar", "tests about TEXT, or like --like NODE_ID, ranked by BM25 with scores", _setup_similar, _similar
     ),
     Command("show", "one indexed test's record: parametrizations, features, hash, summary", _setup_show, _show),
+    Command(
+        "evidence",
+        "run the test files on CPU under an op recorder (sharded, resumable) into the store",
+        _setup_evidence,
+        _evidence,
+    ),
+    Command("ops", "the aten ops (counts, dtypes) a recorded case or test ran", _setup_ops, _ops),
+    Command("tests", "the recorded cases that ran an aten op, optionally with a dtype", _setup_tests, _tests),
 )
 
 

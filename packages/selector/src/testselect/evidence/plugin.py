@@ -1,0 +1,129 @@
+"""pytest hooks for `testselect evidence` (`-p testselect.evidence.plugin`): each case's call runs under an op
+recorder, and each case is one JSON line, written as it ends, so a process that dies keeps every finished case.
+
+A `start` line precedes each case: the driver reads a `start` with no `case` line as the case that crashed.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+_RECORDER = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("testselect-evidence", "op evidence (testselect evidence)")
+    group.addoption("--evidence-out", metavar="PATH", help="append one JSON line per test case here (enables this)")
+    group.addoption("--evidence-skip", metavar="PATH", help="node ids to deselect, one a line: already recorded")
+    group.addoption(
+        "--evidence-timeout", type=float, default=0.0, metavar="S", help="end the process when a case runs longer"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    out = config.getoption("evidence_out")
+    if out is None:
+        return
+    timeout = config.getoption("evidence_timeout")
+    if timeout < 0:
+        raise pytest.UsageError(f"--evidence-timeout {timeout}: must be 0 (none) or more")
+    skip_path = config.getoption("evidence_skip")
+    skip = set(Path(skip_path).read_text(encoding="utf-8").split()) if skip_path else set()
+    config.pluginmanager.register(Evidence(Path(out), skip, timeout), "testselect-evidence")
+
+
+def generic_id(item: pytest.Item) -> str:
+    """`file::TestFoo::test_bar` for `file::TestFooCPU::test_bar_cpu_float32`: the index's node id.
+
+    The device class's generic class is the most basic class of its MRO whose name prefixes its own, and
+    torch's instantiation wraps each test with `functools.wraps`, so `__name__` is the generic method's.
+    """
+    path = item.nodeid.split("::", 1)[0]
+    name = getattr(getattr(item, "obj", None), "__name__", item.name)
+    cls = getattr(item, "cls", None)
+    if cls is None:
+        return f"{path}::{name}"
+    generic = next(c for c in reversed(cls.__mro__) if cls.__name__.startswith(c.__name__) and c.__name__ != "object")
+    return f"{path}::{generic.__name__}::{name}"
+
+
+class Evidence:
+    """The enabled plugin's state: the output stream, the ids to deselect, the per-case timeout."""
+
+    def __init__(self, out: Path, skip: set[str], timeout: float) -> None:
+        self.stream: IO[str] = out.open("a", encoding="utf-8")
+        self.fault: IO[str] = out.with_suffix(".fault").open("a", encoding="utf-8")
+        self.skip = skip
+        self.timeout = timeout
+        self.reports: dict[str, list[pytest.TestReport]] = {}
+
+    def _write(self, line: dict) -> None:
+        self.stream.write(json.dumps(line, sort_keys=True) + "\n")
+        self.stream.flush()
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        dropped = [item for item in items if item.nodeid in self.skip]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item in items if item.nodeid not in self.skip]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        generic = generic_id(item)
+        self._write({"event": "start", "nodeid": item.nodeid, "generic": generic})
+        if self.timeout:
+            faulthandler.dump_traceback_later(self.timeout, exit=True, file=self.fault)
+        started = time.monotonic()
+        try:
+            return (yield)
+        finally:
+            if self.timeout:
+                faulthandler.cancel_dump_traceback_later()
+            recorder = item.stash.get(_RECORDER, None)
+            self._write(
+                {
+                    "event": "case",
+                    "nodeid": item.nodeid,
+                    "generic": generic,
+                    "outcome": outcome(self.reports.pop(item.nodeid, [])),
+                    "duration": round(time.monotonic() - started, 4),
+                    "ops": dict(sorted(recorder.counts.items())) if recorder else {},
+                    "dtypes": {op: sorted(d) for op, d in sorted(recorder.dtypes.items())} if recorder else {},
+                }
+            )
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        from testselect.torchprivate import OpRecorder  # torch only once a case runs, inside this process
+
+        recorder = item.stash[_RECORDER] = OpRecorder()
+        with recorder:
+            return (yield)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reports.setdefault(report.nodeid, []).append(report)
+
+    def pytest_unconfigure(self) -> None:
+        self.stream.close()
+        self.fault.close()
+
+
+def outcome(reports: list[pytest.TestReport]) -> str:
+    """One word per case from its phase reports: passed, failed, error (setup/teardown), skipped, xfailed, xpassed."""
+    if any(report.failed and report.when != "call" for report in reports):
+        return "error"
+    for report in reports:
+        if report.skipped:
+            return "xfailed" if hasattr(report, "wasxfail") else "skipped"
+        if report.when == "call":
+            if hasattr(report, "wasxfail"):
+                return "xpassed" if report.passed else "xfailed"
+            return "passed" if report.passed else "failed"
+    return "error"

@@ -1,0 +1,120 @@
+"""The evidence tables, in the index's own SQLite file: a case joins its test row by node id, and its content hash
+decides whether a recorded case is still current. Created on first use; the index's format is unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from testselect.index.store import Store
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS cases (
+    id INTEGER PRIMARY KEY,
+    node_id TEXT NOT NULL UNIQUE,   -- the pytest node id under test/, e.g. file::TestFooCPU::test_bar_cpu_float32
+    test_node_id TEXT NOT NULL,     -- the generic test's node id (tests.node_id when the index has it)
+    content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit re-observes
+    outcome TEXT NOT NULL,          -- passed failed error skipped xfailed xpassed crashed timeout
+    duration REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cases_test ON cases(test_node_id);
+CREATE TABLE IF NOT EXISTS case_ops (
+    case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    op TEXT NOT NULL,               -- aten::add.Tensor (schema name and overload)
+    count INTEGER NOT NULL,
+    PRIMARY KEY (op, case_id)
+);
+CREATE TABLE IF NOT EXISTS case_op_dtypes (
+    case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    op TEXT NOT NULL,
+    dtype TEXT NOT NULL,            -- a tensor argument's (or `dtype=`) dtype: float64
+    PRIMARY KEY (op, dtype, case_id)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One observed (or crashed) test case, as the plugin's JSON line gives it."""
+
+    node_id: str
+    test_node_id: str
+    outcome: str
+    duration: float
+    ops: dict[str, int] = field(default_factory=dict)
+    dtypes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def ensure(store: Store) -> None:
+    """Add the evidence tables to an index that has none yet."""
+    store.db.executescript(SCHEMA)
+
+
+def record(store: Store, case: Case) -> None:
+    """Replace the case's previous observation; its content hash is the indexed test's as of now."""
+    row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (case.test_node_id,)).fetchone()
+    store.db.execute("DELETE FROM cases WHERE node_id = ?", (case.node_id,))
+    case_id = store.db.execute(
+        "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration) VALUES (?, ?, ?, ?, ?)",
+        (case.node_id, case.test_node_id, row[0] if row else "", case.outcome, case.duration),
+    ).lastrowid
+    store.db.executemany("INSERT INTO case_ops VALUES (?, ?, ?)", [(case_id, o, n) for o, n in case.ops.items()])
+    store.db.executemany(
+        "INSERT INTO case_op_dtypes VALUES (?, ?, ?)",
+        [(case_id, op, dtype) for op, dtypes in case.dtypes.items() for dtype in dtypes],
+    )
+
+
+def current(store: Store) -> set[str]:
+    """Node ids of cases recorded against their test's current content hash: the ones a rerun skips."""
+    query = (
+        "SELECT c.node_id FROM cases c LEFT JOIN tests t ON t.node_id = c.test_node_id "
+        "WHERE c.content_hash = coalesce(t.content_hash, '')"
+    )
+    return {row[0] for row in store.db.execute(query)}
+
+
+def totals(store: Store) -> dict[str, int]:
+    """Cases recorded and distinct ops seen, for the run's report."""
+    cases = store.db.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+    ops = store.db.execute("SELECT COUNT(DISTINCT op) FROM case_ops").fetchone()[0]
+    return {"cases": cases, "distinct_ops": ops}
+
+
+def ops_of(store: Store, node_id: str) -> list[dict] | None:
+    """The cases of `node_id` (a case's id, or a generic test's: all its cases) with their ops; None if unknown."""
+    cases = store.db.execute(
+        "SELECT id, node_id, outcome, duration FROM cases WHERE node_id = ? OR test_node_id = ? ORDER BY node_id",
+        (node_id, node_id),
+    ).fetchall()
+    if not cases:
+        return None
+    shown = []
+    for case_id, case_node, outcome, duration in cases:
+        dtypes: dict[str, list[str]] = {}
+        for op, dtype in store.db.execute(
+            "SELECT op, dtype FROM case_op_dtypes WHERE case_id = ? ORDER BY op, dtype", (case_id,)
+        ):
+            dtypes.setdefault(op, []).append(dtype)
+        counts = store.db.execute("SELECT op, count FROM case_ops WHERE case_id = ? ORDER BY op", (case_id,))
+        ops = [{"op": op, "count": count, "dtypes": dtypes.get(op, [])} for op, count in counts]
+        shown.append({"node_id": case_node, "outcome": outcome, "duration": duration, "ops": ops})
+    return shown
+
+
+def tests_of(store: Store, op: str, dtype: str | None) -> list[dict]:
+    """The cases that ran `op` (with a `dtype` argument, if given), by node id, with the call count."""
+    if dtype is None:
+        sql = (
+            "SELECT c.node_id, c.test_node_id, c.outcome, o.count FROM case_ops o JOIN cases c ON c.id = o.case_id "
+            "WHERE o.op = ? ORDER BY c.node_id"
+        )
+        rows = store.db.execute(sql, (op,))
+    else:
+        sql = (
+            "SELECT c.node_id, c.test_node_id, c.outcome, o.count FROM case_op_dtypes d "
+            "JOIN case_ops o ON o.case_id = d.case_id AND o.op = d.op JOIN cases c ON c.id = d.case_id "
+            "WHERE d.op = ? AND d.dtype = ? ORDER BY c.node_id"
+        )
+        rows = store.db.execute(sql, (op, dtype))
+    return [{"node_id": n, "test": t, "outcome": o, "count": k} for n, t, o, k in rows]

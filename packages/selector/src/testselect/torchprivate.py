@@ -1,0 +1,45 @@
+"""Every torch private API `testselect evidence` relies on, in one place, so a torch release that moves one fails here.
+
+Imported only inside the pytest processes that observe tests (the plugin), never by the CLI or the index.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+
+def op_name(func: torch._ops.OpOverload) -> str:
+    """`aten::add.Tensor`, or `aten::mm` for a default overload: the schema's name, not the Python packet's."""
+    schema = func._schema
+    return f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """`float64`: the index's canonical dtype names (`torch.double` and `torch.float64` are one dtype)."""
+    return str(dtype).removeprefix("torch.")
+
+
+class OpRecorder(TorchDispatchMode):
+    """An eager dispatch mode that counts each aten overload it sees and the dtypes of its tensor (and dtype) args."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+        self.dtypes: dict[str, set[str]] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = op_name(func)
+        self.counts[name] += 1
+        seen = self.dtypes.setdefault(name, set())
+        for leaf in tree_leaves((args, kwargs)):
+            if isinstance(leaf, torch.Tensor):
+                seen.add(dtype_name(leaf.dtype))
+            elif isinstance(leaf, torch.dtype):  # a factory's `dtype=`: the dtype it runs in
+                seen.add(dtype_name(leaf))
+        return func(*args, **kwargs)
