@@ -16,6 +16,8 @@ TESTSELECT = Path(sys.executable).with_name("testselect")  # the console script 
 TINY = """
 import os
 import pathlib
+import signal
+import time
 
 import torch
 from torch.testing._internal.common_utils import TestCase, run_tests
@@ -29,7 +31,12 @@ class TestTiny(TestCase):
         torch.mm(torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2, dtype=torch.float64))
 
     def test_zcrash(self):
-        if not pathlib.Path(os.environ["TINY_MARK"]).exists():
+        mark = pathlib.Path(os.environ["TINY_MARK"])  # abort, or interrupt the driver, only the first time
+        if not mark.exists():
+            mark.touch()
+            if os.environ.get("TINY_INTERRUPT"):
+                os.kill(os.getppid(), signal.SIGINT)
+                time.sleep(30)
             os.abort()
 
     def test_zmul(self):
@@ -84,3 +91,72 @@ def test_crash_kept_per_case_and_resume(tiny: Path, tmp_path: Path, capsys: pyte
     again = _evidence(tiny, store)  # everything recorded: nothing reruns
     assert (again["observed"], again["already_recorded"]) == ({}, 4)
     assert (tmp_path / "ran").read_text() == "test_zmul\n"
+
+
+def test_reverse_index_and_edit_reobserves(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "mark").touch()  # no crash this time
+    store = tmp_path / "index.sqlite"
+    assert _evidence(tiny, store, "--shards", "2")["observed"] == {"passed": 4}
+    argv = ["tests", "--op", "aten::mul.Tensor", "--dtype", "float64", "--store", str(store), "--json"]
+    assert main(argv) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [c["node_id"] for c in found["cases"]] == ["test_tiny.py::TestTiny::test_zmul"]
+    assert main([*argv[:3], "--store", str(store)]) == 0
+    assert capsys.readouterr().out.split() == ["1", "test_tiny.py::TestTiny::test_zmul", "passed"]
+    assert main(["tests", "--op", "aten::mm", "--dtype", "bool", "--store", str(store)]) == 1  # nothing: exit 1
+    source = tiny / "test" / "test_tiny.py"
+    source.write_text(source.read_text().replace("* 2.0", "* 3.0"), encoding="utf-8")
+    again = _evidence(tiny, store)  # only the edited test reruns
+    assert (again["observed"], again["already_recorded"]) == ({"passed": 1}, 3)
+    assert (tmp_path / "ran").read_text() == "test_zmul\ntest_zmul\n"
+
+
+def test_embedded_view_ops_cases(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "index.sqlite"
+    report = _evidence(tree, store, "--files", "test_view_ops.py")
+    assert report["observed"]["passed"] > 200
+    ops = _ops(store, "test_view_ops.py::TestViewOpsCPU::test_view_as_real_cpu_complex64", capsys)
+    assert ops["aten::view_as_real"]["dtypes"] == ["complex64"]
+    assert main(["ops", "--test", "test_view_ops.py::TestViewOps::test_view_as_real", "--store", str(store)]) == 0
+    shown = capsys.readouterr().out  # the generic test: both its cases
+    assert "TestViewOpsCPU::test_view_as_real_cpu_complex128" in shown
+    assert "TestViewOpsCPU::test_view_as_real_cpu_complex64" in shown
+
+
+def test_interrupted_run_resumes(tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TINY_INTERRUPT", "1")  # test_zcrash sends SIGINT to the driver, its parent
+    store = tmp_path / "index.sqlite"
+    argv = [TESTSELECT, "evidence", "--torch-root", str(tiny), "--store", str(store)]
+    first = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert (first.returncode, first.stderr.strip()) == (2, "error: interrupted")
+    second = _evidence(tiny, store)
+    assert (second["already_recorded"], second["observed"]) == (2, {"passed": 2})  # add and mm not rerun
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evidence", "--torch-root", "{tmp}/nowhere"], "error: --torch-root {tmp}/nowhere: not a directory"),
+        (["evidence", "--torch-root", "{tmp}"], "error: {tmp}: no test/ folder"),
+        (["evidence", "--torch-root", "{tiny}", "--shards", "0"], "error: --shards 0: must be at least 1"),
+        (["evidence", "--torch-root", "{tiny}", "--store", "{tiny}/test/test_tiny.py"], "error: {tiny}/test/"),
+        (["evidence", "--torch-root", "{tiny}", "--store", "{tmp}/s", "--files", "x*.py"], "error: --files x*.py"),
+        (["ops", "--test", "x.py::T::t", "--store", "{tmp}/none.sqlite"], "error: {tmp}/none.sqlite: no index here"),
+        (["tests", "--op", "aten::mm", "--store", "{tiny}/test/test_tiny.py"], "error: {tiny}/test/test_tiny.py"),
+    ],
+)
+def test_bad_input_one_error_line(
+    argv: list[str], message: str, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fill = {"tmp": str(tmp_path), "tiny": str(tiny)}
+    assert main([arg.format(**fill) for arg in argv]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(message.format(**fill))
+    assert len([line for line in err if line.startswith("error:")]) == 1
+
+
+def test_ops_unknown_case(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "index.sqlite"
+    assert main(["index", "--torch-root", str(tiny), "--store", str(store)]) == 0
+    assert main(["ops", "--test", "test_tiny.py::TestTiny::test_add", "--store", str(store)]) == 2
+    assert capsys.readouterr().err.startswith("error: --test test_tiny.py::TestTiny::test_add: no recorded case")

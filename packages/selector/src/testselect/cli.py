@@ -16,7 +16,7 @@ from pathlib import Path
 from testselect import similar
 from testselect.evidence import store as evidence
 from testselect.evidence.run import run_evidence
-from testselect.index.build import TreeError, index_tree
+from testselect.index.build import TreeError, index_tree, tree_test_dir
 from testselect.index.store import DEFAULT_STORE, Store, StoreError
 
 
@@ -110,6 +110,7 @@ def _evidence(args: argparse.Namespace) -> int:
         raise CliError(f"--shards {args.shards}: must be at least 1")
     if args.timeout < 0:
         raise CliError(f"--timeout {args.timeout}: must be 0 (none) or more")
+    tree_test_dir(root)  # before a store is created
     store = _store(args, create=True)
     try:
         workdir = Path(f"{args.store}.evidence")
