@@ -8,9 +8,18 @@ import sys
 from pathlib import Path
 
 from crcr.ci import runner
+from crcr.ci.model import Candidate, Combination
 from testreuse.loader import embedded_configs
 
 DEVICE_CONFIG = "00-ring-device.yaml"
+#: A primary combination with made-up candidates, for runs that skip the backend build.
+COMBINATION = Combination(
+    "primary",
+    "primary",
+    Candidate("backend", "HEAD", "a" * 12, "a" * 40),
+    Candidate("core", "2.13.0", "2.13.0", "x" * 64),
+    Candidate("suite", "embedded", "s" * 12, "s" * 64),
+)
 
 
 def config_folder(target: Path, *files: str) -> Path:

@@ -10,16 +10,8 @@ from pathlib import Path
 import pytest
 from crcr.ci import legs, pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
-from crcr.ci.model import BuildResult, Candidate, Combination, Prepared, RunRecord
-from embedded import config_folder, ring_suite
-
-COMBINATION = Combination(
-    "primary",
-    "primary",
-    Candidate("backend", "HEAD", "a" * 12, "a" * 40),
-    Candidate("core", "2.13.0", "2.13.0", "x" * 64),
-    Candidate("suite", "embedded", "s" * 12, "s" * 64),
-)
+from crcr.ci.model import BuildResult, Prepared, RunRecord
+from embedded import COMBINATION, config_folder, ring_suite
 
 
 @pytest.fixture(scope="module")

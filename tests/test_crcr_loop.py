@@ -22,10 +22,10 @@ import pytest
 from crcr import cli, http, loop, oidc
 from crcr.ci import pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
-from crcr.ci.model import BuildResult, Candidate, Combination, Prepared, RunRecord
+from crcr.ci.model import BuildResult, Prepared, RunRecord
 from crcr.relay.issuer import Issuer
 from crcr.relay.server import Relay, running_relay
-from embedded import config_folder, ring_suite
+from embedded import COMBINATION, config_folder, ring_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY = ROOT / "configs" / "crcr.yaml"
@@ -35,13 +35,6 @@ JOB_NAME = "ci (ring, primary)"
 #: The first kernel each shard process launches raises the device's TransientDeviceError: one test fails, infra.
 FAULT = {1: {"RINGSIM_FAULT": "transient@1"}}
 TESTS = 6
-COMBINATION = Combination(
-    "primary",
-    "primary",
-    Candidate("backend", "HEAD", "a" * 12, "a" * 40),
-    Candidate("core", "2.13.0", "2.13.0", "x" * 64),
-    Candidate("suite", "embedded", "s" * 12, "s" * 64),
-)
 
 
 def _browser() -> ModuleType:
