@@ -18,6 +18,10 @@ from testselect.evidence import store as evidence
 from testselect.evidence.run import run_evidence
 from testselect.index.build import TreeError, index_tree, tree_test_dir
 from testselect.index.store import DEFAULT_STORE, Store, StoreError
+from testselect.select import plan
+from testselect.select.capabilities import CapabilitiesError, load_capabilities
+from testselect.select.profile import ProfileError, load_profile
+from testselect.select.reasoner import RuleReasoner
 
 
 class ExitCode(enum.IntEnum):
@@ -168,6 +172,40 @@ def _tests(args: argparse.Namespace) -> int:
     return ExitCode.OK if cases else ExitCode.INCOMPLETE
 
 
+def _reasoner(args: argparse.Namespace) -> RuleReasoner:
+    profile = load_profile(Path(args.profile))
+    caps = getattr(args, "capabilities", None)
+    return RuleReasoner(profile, load_capabilities(Path(caps)) if caps else None)
+
+
+def _plan_scope(args: argparse.Namespace) -> int:
+    reasoner = _reasoner(args)
+    store = _store(args, create=False)
+    try:
+        scopes = plan.plan_scope(store, reasoner)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(s) for s in scopes], indent=2, sort_keys=True))
+    else:
+        for scope in scopes:
+            print(f"{'in ' if scope.selected else 'out'}  {scope.path}  {scope.reason}")
+    return ExitCode.OK
+
+
+def _select(args: argparse.Namespace) -> int:
+    reasoner = _reasoner(args)
+    store = _store(args, create=False)
+    try:
+        chosen = plan.select(store, reasoner)
+    finally:
+        store.close()
+    modes = plan.write_configs(chosen, Path(args.out), reasoner.profile.device)
+    counts = ", ".join(f"{modes[m]} {m}" for m in ("mandatory_success", "xfail", "xfail_strict", "skip"))
+    print(f"configs: {len(chosen)} files in {args.out}; entries: {counts}")
+    return ExitCode.OK
+
+
 def _store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", default=str(DEFAULT_STORE), help=f"the SQLite index (default: {DEFAULT_STORE})")
 
@@ -216,6 +254,19 @@ def _setup_tests(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="the cases as JSON")
 
 
+def _setup_plan_scope(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
+    _store_option(parser)
+    parser.add_argument("--json", action="store_true", help="each file with selected and reason, as JSON")
+
+
+def _setup_select(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
+    parser.add_argument("--capabilities", metavar="CAPS", help="the device's capability export (YAML or JSON)")
+    _store_option(parser)
+    parser.add_argument("--out", required=True, metavar="DIR", help="write one testreuse config per upstream file")
+
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -240,6 +291,18 @@ COMMANDS = (
     ),
     Command("ops", "the aten ops (counts, dtypes) a recorded case or test ran", _setup_ops, _ops),
     Command("tests", "the recorded cases that ran an aten op, optionally with a dtype", _setup_tests, _tests),
+    Command(
+        "plan-scope",
+        "the files worth analysing for a backend profile, each with its reason",
+        _setup_plan_scope,
+        _plan_scope,
+    ),
+    Command(
+        "select",
+        "bucket every test of the files in scope and write testreuse configs, each entry with its reason",
+        _setup_select,
+        _select,
+    ),
 )
 
 
@@ -272,7 +335,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.hint:
             print(f"hint: {exc.hint}", file=sys.stderr)
         return ExitCode.USAGE
-    except (StoreError, TreeError, OSError) as exc:
+    except ProfileError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return ExitCode.USAGE
+    except (StoreError, TreeError, CapabilitiesError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
