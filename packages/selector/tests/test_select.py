@@ -64,6 +64,7 @@ hooks:
   autograd: no
   distributed: no
 dtypes: [float32, float64]
+provided_ops: ["aten::empty*"]
 scope:
   exclude: ["skipme/*"]
 """
@@ -97,7 +98,12 @@ def toy(tmp_path: Path) -> dict[str, Path]:
     cases = [
         ("TestToyCPU::test_add_cpu_float32", "test_add", "passed", {"aten::add.Tensor": ["float32"]}),
         ("TestToyCPU::test_lacks_cpu_float32", "test_lacks", "passed", {"aten::cumsum": ["float32"]}),
-        ("TestToyCPU::test_some_lack_cpu_float32", "test_some_lack", "passed", {"aten::ones": ["float32"]}),
+        (
+            "TestToyCPU::test_some_lack_cpu_float32",
+            "test_some_lack",
+            "passed",
+            {"aten::ones": ["float32"], "aten::empty.memory_format": []},
+        ),
     ]
     for node, test, outcome, ops in cases:
         case = evidence.Case(
@@ -128,7 +134,7 @@ def test_profile_bad_fields_are_located_one_line_each(tmp_path: Path) -> None:
         load_profile(_write(tmp_path / "bad.yaml", bad))
     path = tmp_path / "bad.yaml"
     assert info.value.problems == [
-        f"{path}:6: colour: unknown field (expected one of: device, hooks, dtypes, missing_op, scope)",
+        f"{path}:6: colour: unknown field (expected one of: device, hooks, dtypes, missing_op, scope, provided_ops)",
         f"{path}:7: device: duplicate key (first on line 1)",
         f"{path}:4: hooks.warp_drive: unknown field (expected one of: {', '.join(HOOKS)})",
         f"{path}:3: hooks.autograd: expected yes/no",
@@ -228,3 +234,4 @@ def test_case_dtype_from_the_node_id() -> None:
     assert case_dtype("f.py::TestXCPU::test_a_cpu_float32_int64") == "float32"
     assert case_dtype("f.py::TestXCPU::test_a_cpu") is None
     assert case_dtype("f.py::TestX::test_plain") is None
+    assert case_dtype("f.py::TestXCPU::test_new_cpu_zeros") is None

@@ -33,6 +33,9 @@ class Profile:
     missing_op: str = "xfail_strict"  # the mode of a case that ran an aten op the device lacks
     include: tuple[str, ...] = ("*",)
     exclude: tuple[str, ...] = field(default_factory=tuple)
+    # aten ops (fnmatch globs) the backend gets outside its capability export: runtime glue (allocation, copies,
+    # scalar reads) and torch's own composite and view kernels, which op evidence records but the export omits.
+    provided_ops: tuple[str, ...] = field(default_factory=tuple)
 
 
 class _Reader:
@@ -86,7 +89,7 @@ def load_profile(path: Path) -> Profile:
     reader = _Reader(path)
     if root is None:
         raise ProfileError([f"{path}:1: profile: empty file"])
-    top = reader.mapping(root, "", ("device", "hooks", "dtypes", "missing_op", "scope"))
+    top = reader.mapping(root, "", ("device", "hooks", "dtypes", "missing_op", "scope", "provided_ops"))
     for required in ("device", "hooks"):
         if required not in top and isinstance(root, yaml.MappingNode):
             reader.error(root, required, "required field missing")
@@ -98,6 +101,7 @@ def load_profile(path: Path) -> Profile:
             if isinstance(value, bool):
                 hooks[name] = value
     dtypes = reader.strings(top["dtypes"], "dtypes") if "dtypes" in top else ()
+    provided = reader.strings(top["provided_ops"], "provided_ops") if "provided_ops" in top else ()
     missing_op = "xfail_strict"
     if "missing_op" in top:
         value = reader.scalar(top["missing_op"], "missing_op", str)
@@ -113,4 +117,4 @@ def load_profile(path: Path) -> Profile:
         exclude = reader.strings(scope["exclude"], "scope.exclude") if "exclude" in scope else exclude
     if reader.problems:
         raise ProfileError(reader.problems)
-    return Profile(str(device), hooks, dtypes, missing_op, include, exclude)
+    return Profile(str(device), hooks, dtypes, missing_op, include, exclude, provided)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from testselect.index.dtypes import DTYPES
 from testselect.select.capabilities import Capabilities
 from testselect.select.profile import Profile
 
@@ -77,7 +78,8 @@ def case_dtype(node_id: str) -> str | None:
     match = re.search(r"_cpu((?:_[a-z]+[0-9]*)*)$", node_id)
     if not match or not match.group(1):
         return None
-    return match.group(1).split("_")[1]
+    first = match.group(1).split("_")[1]
+    return first if first in DTYPES else None  # `_cpu_zeros` is a parametrization, not a dtype
 
 
 class RuleReasoner:
@@ -123,16 +125,20 @@ class RuleReasoner:
         return None
 
     def _missing(self, case: CaseFacts) -> list[str]:
-        """`op (dtype)` for each aten op the case ran that the device lacks (for that dtype)."""
+        """Each aten op the case ran that the device lacks, or `op (dtype)` when it lacks it for the case's dtype.
+
+        Only the case's own dtype counts: an int64 index or a CPU-side reference in another dtype is not the case.
+        """
         if self.capabilities is None:
             return []
         missing = []
         for op, dtypes in sorted(case.ops.items()):
             have = self.capabilities.aten_ops.get(op)
             if have is None:
-                missing.append(op)
-            elif have:  # an op registered with no dtypes takes any
-                missing.extend(f"{op} ({d})" for d in sorted(dtypes - have))
+                if not any(fnmatch.fnmatchcase(op, glob) for glob in self.profile.provided_ops):
+                    missing.append(op)
+            elif have and case.dtype in dtypes and case.dtype not in have:  # no dtypes listed: any
+                missing.append(f"{op} ({case.dtype})")
         return missing
 
     def scope(self, path: str, error: str | None, tests: list[TestFacts]) -> FileScope:
