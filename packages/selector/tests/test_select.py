@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -235,3 +236,18 @@ def test_case_dtype_from_the_node_id() -> None:
     assert case_dtype("f.py::TestXCPU::test_a_cpu") is None
     assert case_dtype("f.py::TestX::test_plain") is None
     assert case_dtype("f.py::TestXCPU::test_new_cpu_zeros") is None
+
+
+def test_plan_scope_json_and_bad_capabilities(toy: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan-scope", "--profile", str(toy["profile"]), "--store", str(toy["store"]), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(s["path"], s["selected"]) for s in shown] == [
+        ("skipme/test_other.py", False),
+        ("test_dist.py", False),
+        ("test_toy.py", True),
+    ]
+    bad = _write(toy["caps"], "supported_dtypes: float32\n")
+    args = ["select", "--profile", str(toy["profile"]), "--capabilities", str(bad), "--store", str(toy["store"])]
+    assert main([*args, "--out", str(toy["out"])]) == 2
+    assert capsys.readouterr().err == f"error: {bad}: supported_dtypes: expected a list\n"
+    assert not toy["out"].exists()
