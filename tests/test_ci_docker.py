@@ -22,10 +22,15 @@ def _why_not() -> str:
         return "no Docker engine answers (start dockerd)"
     if subprocess.run(["docker", "image", "inspect", DEFAULT_IMAGE], capture_output=True, check=False).returncode:
         return f"no {DEFAULT_IMAGE} image (infra/build-base-image.sh builds it)"
+    started = subprocess.run(["docker", "run", "--rm", "--network", "none", DEFAULT_IMAGE, "true"],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    if started.returncode:
+        return f"the engine cannot start a container here: {(started.stderr.strip().splitlines() or ['?'])[-1][:200]}"
     return ""
 
 
-pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "docker available")
+WHY_NOT = _why_not()
+pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "docker available")
 
 PYTHON = Path(sys.executable)
 
