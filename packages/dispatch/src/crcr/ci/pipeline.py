@@ -25,6 +25,7 @@ from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
     FAILING,
     Artifact,
+    BuildResult,
     Combination,
     CombinationResult,
     Prepared,
@@ -166,7 +167,7 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
         moved = _build_failure_mover(ctx, checkout, combination)
         return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved)
     ctx.progress.phase(name, "preparing the environment")
-    suite = suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+    suite = suite_of_build(ctx, combination, built)
     ctx.progress.phase(name, "collecting")
     try:
         collected = runner.collect(suite, workdir)
@@ -178,9 +179,13 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
 
 def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
     """The prepared combination's suite in its environment (made from the recorded wheels when missing)."""
-    wheel = cores.torch_wheel(prepared.combination.core.name, ctx.cache)
-    python = envs.environment(prepared.build, wheel, list(ctx.profile.requirements), ctx.cache)
-    return suite_for(ctx, prepared.combination, python)
+    return suite_of_build(ctx, prepared.combination, prepared.build)
+
+
+def suite_of_build(ctx: Context, combination: Combination, built: BuildResult) -> runner.Suite:
+    """The combination's suite in the environment of `built`'s wheels and its core's torch (reused when it exists)."""
+    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
+    return suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
 
 
 def execute(
@@ -301,9 +306,7 @@ def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
     checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
     wheel = cores.torch_wheel(combination.core.name, ctx.cache)
     built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
-    if not built.ok:
-        return None
-    return suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+    return suite_of_build(ctx, combination, built) if built.ok else None
 
 
 def _passing(ctx: Context, suite: runner.Suite, nodeids: list[str], workdir: Path) -> set[str]:
