@@ -5,35 +5,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import enum
 import json
 import sys
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
-from testselect import similar
+from testselect import commands, similar
+from testselect.command import CliError, Command, ExitCode, store_option
 from testselect.evidence import store as evidence
 from testselect.evidence.run import run_evidence
 from testselect.index.build import TreeError, index_tree, tree_test_dir
-from testselect.index.store import DEFAULT_STORE, Store, StoreError
+from testselect.index.store import Store, StoreError
 from testselect.select import plan
 from testselect.select.capabilities import CapabilitiesError, load_capabilities
 from testselect.select.profile import ProfileError, load_profile
 from testselect.select.reasoner import RuleReasoner
-
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    INCOMPLETE = 1  # index --strict skipped an unparsable file; similar or tests found nothing
-    USAGE = 2  # bad input: one `error:` line
-
-
-class CliError(Exception):
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 def _store(args: argparse.Namespace, create: bool) -> Store:
@@ -206,13 +193,9 @@ def _select(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _store_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=str(DEFAULT_STORE), help=f"the SQLite index (default: {DEFAULT_STORE})")
-
-
 def _setup_index(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torch-root", required=True, help="a PyTorch checkout's root: its test/ folder is indexed")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--json", action="store_true", help="the counts as JSON")
     parser.add_argument("--strict", action="store_true", help="exit 1 when an unparsable file was skipped")
 
@@ -221,18 +204,18 @@ def _setup_similar(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", nargs="?", metavar="TEXT", help='what the tests are about, e.g. "view storage"')
     parser.add_argument("--like", metavar="NODE_ID", help="rank tests like this one (file::Class::test)")
     parser.add_argument("--limit", type=int, default=10, help="how many to show (default: 10)")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--json", action="store_true", help="the query words and ranked matches as JSON")
 
 
 def _setup_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("node_id", metavar="NODE_ID", help="file::Class::test")
-    _store_option(parser)
+    store_option(parser)
 
 
 def _setup_evidence(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torch-root", required=True, help="a PyTorch checkout's root: its test/ files are run")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--shards", type=int, default=1, help="pytest processes at once, files split (default: 1)")
     parser.add_argument("--files", nargs="+", metavar="GLOB", help="only these files (paths under test/, fnmatch)")
     parser.add_argument(
@@ -243,39 +226,31 @@ def _setup_evidence(parser: argparse.ArgumentParser) -> None:
 
 def _setup_ops(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", required=True, metavar="NODE_ID", help="a case's pytest node id, or a test's")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--json", action="store_true", help="the cases and their ops as JSON")
 
 
 def _setup_tests(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--op", required=True, help="an aten overload, e.g. aten::mul.Scalar")
     parser.add_argument("--dtype", help="only cases that passed it a tensor of this dtype, e.g. float64")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--json", action="store_true", help="the cases as JSON")
 
 
 def _setup_plan_scope(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--json", action="store_true", help="each file with selected and reason, as JSON")
 
 
 def _setup_select(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
     parser.add_argument("--capabilities", metavar="CAPS", help="the device's capability export (YAML or JSON)")
-    _store_option(parser)
+    store_option(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="write one testreuse config per upstream file")
 
 
-@dataclass(frozen=True)
-class Command:
-    name: str
-    summary: str
-    setup: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-
-
-COMMANDS = (
+BUILTIN = (
     Command(
         "index", "parse a tree's test/ folder (AST, never imported) into the store; incremental", _setup_index, _index
     ),
@@ -304,6 +279,7 @@ COMMANDS = (
         _select,
     ),
 )
+COMMANDS = BUILTIN + commands.discovered()
 
 
 def _parser() -> argparse.ArgumentParser:
