@@ -18,9 +18,9 @@ from testselect.evidence.run import run_evidence
 from testselect.index.build import TreeError, index_tree, tree_test_dir
 from testselect.index.store import Store, StoreError
 from testselect.select import plan
-from testselect.select.capabilities import CapabilitiesError, load_capabilities
-from testselect.select.profile import ProfileError, load_profile
-from testselect.select.reasoner import RuleReasoner
+from testselect.select.capabilities import CapabilitiesError
+from testselect.select.choose import make_reasoner, reasoner_options
+from testselect.select.profile import ProfileError
 
 
 def _store(args: argparse.Namespace, create: bool) -> Store:
@@ -159,14 +159,8 @@ def _tests(args: argparse.Namespace) -> int:
     return ExitCode.OK if cases else ExitCode.INCOMPLETE
 
 
-def _reasoner(args: argparse.Namespace) -> RuleReasoner:
-    profile = load_profile(Path(args.profile))
-    caps = getattr(args, "capabilities", None)
-    return RuleReasoner(profile, load_capabilities(Path(caps)) if caps else None)
-
-
 def _plan_scope(args: argparse.Namespace) -> int:
-    reasoner = _reasoner(args)
+    reasoner = make_reasoner(args)
     store = _store(args, create=False)
     try:
         scopes = plan.plan_scope(store, reasoner)
@@ -181,7 +175,7 @@ def _plan_scope(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace) -> int:
-    reasoner = _reasoner(args)
+    reasoner = make_reasoner(args)
     store = _store(args, create=False)
     try:
         chosen = plan.select(store, reasoner)
@@ -244,8 +238,7 @@ def _setup_plan_scope(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_select(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
-    parser.add_argument("--capabilities", metavar="CAPS", help="the device's capability export (YAML or JSON)")
+    reasoner_options(parser)
     store_option(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="write one testreuse config per upstream file")
 
