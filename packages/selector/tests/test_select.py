@@ -3,122 +3,18 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 from testselect.cli import main
 from testselect.evidence import store as evidence
-from testselect.index.build import index_tree
 from testselect.index.store import Store
 from testselect.select.profile import HOOKS, ProfileError, load_profile
 from testselect.select.reasoner import case_dtype
+from toytree import write
 
 REPO = Path(__file__).resolve().parents[3]
-
-TOY = """
-import torch
-from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, onlyCUDA
-from torch.testing._internal.common_utils import TestCase
-
-
-class TestToy(TestCase):
-    @dtypes(torch.float32, torch.float64)
-    def test_add(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype).add(1)
-
-    @onlyCUDA
-    def test_cuda_only(self, device):
-        torch.ones(2, device=device)
-
-    def test_grad(self, device):
-        x = torch.ones(2, device=device, requires_grad=True)
-        x.sum().backward()
-
-    @dtypes(torch.float32)
-    def test_lacks(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype).cumsum(0)
-
-    @dtypes(torch.float32)
-    def test_some_lack(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype)
-
-
-instantiate_device_type_tests(TestToy, globals())
-"""
-
-DIST = """
-import torch.distributed as dist
-from torch.testing._internal.common_utils import TestCase
-
-
-class TestDist(TestCase):
-    def test_group(self):
-        dist.init_process_group("gloo")
-"""
-
-PROFILE = """\
-device: toy
-hooks:
-  eager_ops: yes
-  autograd: no
-  distributed: no
-dtypes: [float32, float64]
-provided_ops: ["aten::empty*"]
-scope:
-  exclude: ["skipme/*"]
-"""
-
-CAPS = """\
-device: toy
-supported_dtypes: [{name: float32}, {name: int64}]
-aten_ops:
-  - {name: "aten::add.Tensor", dtypes: [{name: float32}]}
-  - {name: "aten::ones", dtypes: [{name: float32}]}
-"""
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def toy(tmp_path: Path) -> dict[str, Path]:
-    """A store over test_toy.py, test_dist.py and an excluded file, with recorded CPU cases for two tests."""
-    root = tmp_path / "torch"
-    _write(root / "test" / "test_toy.py", TOY)
-    _write(root / "test" / "test_dist.py", DIST)
-    _write(root / "test" / "skipme" / "test_other.py", TOY)
-    db = tmp_path / "s.sqlite"
-    store = Store.open(db)
-    index_tree(root, store)
-    evidence.ensure(store)
-    cases = [
-        ("TestToyCPU::test_add_cpu_float32", "test_add", "passed", {"aten::add.Tensor": ["float32"]}),
-        ("TestToyCPU::test_lacks_cpu_float32", "test_lacks", "passed", {"aten::cumsum": ["float32"]}),
-        (
-            "TestToyCPU::test_some_lack_cpu_float32",
-            "test_some_lack",
-            "passed",
-            {"aten::ones": ["float32"], "aten::empty.memory_format": []},
-        ),
-    ]
-    for node, test, outcome, ops in cases:
-        case = evidence.Case(
-            f"test_toy.py::{node}", f"test_toy.py::TestToy::{test}", outcome, 0.1, {o: 1 for o in ops}, ops
-        )
-        evidence.record(store, case)
-    store.commit()
-    store.close()
-    return {
-        "store": db,
-        "profile": _write(tmp_path / "backend.yaml", PROFILE),
-        "caps": _write(tmp_path / "caps.yaml", CAPS),
-        "out": tmp_path / "out",
-    }
 
 
 def test_profile_loads_the_repo_profile() -> None:
@@ -132,7 +28,7 @@ def test_profile_loads_the_repo_profile() -> None:
 def test_profile_bad_fields_are_located_one_line_each(tmp_path: Path) -> None:
     bad = "device: toy\nhooks:\n  autograd: maybe\n  warp_drive: yes\nmissing_op: explode\ncolour: red\ndevice: x\n"
     with pytest.raises(ProfileError) as info:
-        load_profile(_write(tmp_path / "bad.yaml", bad))
+        load_profile(write(tmp_path / "bad.yaml", bad))
     path = tmp_path / "bad.yaml"
     assert info.value.problems == [
         f"{path}:6: colour: unknown field (expected one of: device, hooks, dtypes, missing_op, scope, provided_ops)",
@@ -145,9 +41,9 @@ def test_profile_bad_fields_are_located_one_line_each(tmp_path: Path) -> None:
 
 def test_profile_missing_fields_and_not_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ProfileError, match=r"p\.yaml:1: hooks: required field missing"):
-        load_profile(_write(tmp_path / "p.yaml", "device: toy\n"))
+        load_profile(write(tmp_path / "p.yaml", "device: toy\n"))
     with pytest.raises(ProfileError, match=r"q\.yaml:3: profile: not YAML"):
-        load_profile(_write(tmp_path / "q.yaml", "device: [\nhooks: {\n"))
+        load_profile(write(tmp_path / "q.yaml", "device: [\nhooks: {\n"))
     assert main(["plan-scope", "--profile", str(tmp_path / "p.yaml"), "--store", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'p.yaml'}:1: hooks: required field missing\n"
 
@@ -246,7 +142,7 @@ def test_plan_scope_json_and_bad_capabilities(toy: dict[str, Path], capsys: pyte
         ("test_dist.py", False),
         ("test_toy.py", True),
     ]
-    bad = _write(toy["caps"], "supported_dtypes: float32\n")
+    bad = write(toy["caps"], "supported_dtypes: float32\n")
     args = ["select", "--profile", str(toy["profile"]), "--capabilities", str(bad), "--store", str(toy["store"])]
     assert main([*args, "--out", str(toy["out"])]) == 2
     assert capsys.readouterr().err == f"error: {bad}: supported_dtypes: expected a list\n"

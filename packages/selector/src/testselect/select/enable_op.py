@@ -1,0 +1,79 @@
+"""What enabling one aten op on the device would change: the tests waiting on it (from the op reverse index), the
+entries it admits, the ones still blocked by other ops, and the config diff."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from testselect.evidence import store as evidence
+from testselect.index.store import Store
+from testselect.select import configdiff, plan
+from testselect.select.capabilities import Capabilities
+from testselect.select.reasoner import Decision, RuleReasoner
+
+
+@dataclass(frozen=True)
+class Change:
+    """One config entry whose mode the op changes."""
+
+    node_id: str
+    dtype: str | None
+    before: str
+    after: str
+    reason: str  # the new entry's reason: why it is admitted, or what still blocks it
+
+
+@dataclass(frozen=True)
+class EnableOpReport:
+    op: str
+    dtypes: tuple[str, ...]  # the dtypes the op is enabled for; empty: every dtype
+    waiting_cases: int  # recorded cases that ran the op
+    waiting_tests: tuple[str, ...]  # their generic tests
+    admitted: tuple[Change, ...]  # now mandatory_success
+    still_blocked: tuple[Change, ...]  # held back by the op before, and by something else now
+    diff: str
+
+
+def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Capabilities:
+    """The export as it would be with `op` registered for `dtypes` (empty: any), added to what it has."""
+    ops = dict(capabilities.aten_ops)
+    have = ops.get(op)
+    ops[op] = frozenset() if not dtypes or have == frozenset() else (have or frozenset()) | frozenset(dtypes)
+    return dataclasses.replace(capabilities, aten_ops=ops)
+
+
+def _effective(entries: dict[tuple[str, str | None], Decision], node_id: str, dtype: str | None) -> Decision:
+    """The entry deciding a test's `dtype` cases: its own, else the whole test's."""
+    return entries.get((node_id, dtype)) or entries[(node_id, None)]
+
+
+def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, ...]) -> EnableOpReport:
+    """Re-bucket the files of the tests waiting on `op` with and without it; every other file is untouched.
+
+    An entry counts when the op evidence held it back before: admitted if it is mandatory_success now, else still
+    blocked, with the reason that holds it now (another op, the op in another dtype, a CPU failure).
+    """
+    if reasoner.capabilities is None:
+        raise ValueError("enable-op needs the device's capability export")
+    cases = evidence.tests_of(store, op, None)
+    waiting = tuple(sorted({case["test"] for case in cases}))
+    files = {node_id.split("::")[0] for node_id in waiting}
+    enabled = RuleReasoner(reasoner.profile, with_op(reasoner.capabilities, op, dtypes))
+    before = {p: d for p, d in plan.select(store, reasoner).items() if p in files}
+    after = {p: d for p, d in plan.select(store, enabled).items() if p in files}
+    device = reasoner.profile.device
+    old = {plan.config_name(p): plan.render(p, d, device) for p, d in before.items()}
+    new = {plan.config_name(p): plan.render(p, d, device) for p, d in after.items()}
+    was = {(d.node_id, d.dtype): d for decisions in before.values() for d in decisions}
+    now = {(d.node_id, d.dtype): d for decisions in after.values() for d in decisions}
+    admitted, blocked = [], []
+    for (node_id, dtype), entry in sorted(was.items(), key=lambda item: (item[0][0], item[0][1] or "")):
+        if node_id not in waiting or entry.basis != "op evidence: aten ops":
+            continue
+        current = _effective(now, node_id, dtype)
+        change = Change(node_id, dtype, entry.mode, current.mode, current.reason)
+        (admitted if current.mode == "mandatory_success" else blocked).append(change)
+    return EnableOpReport(
+        op, dtypes, len(cases), waiting, tuple(admitted), tuple(blocked), configdiff.unified(old, new)
+    )
