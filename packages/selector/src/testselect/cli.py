@@ -232,7 +232,7 @@ def _setup_tests(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup_plan_scope(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", required=True, help="the backend profile, e.g. configs/backend.yaml")
+    reasoner_options(parser)
     store_option(parser)
     parser.add_argument("--json", action="store_true", help="each file with selected and reason, as JSON")
 
