@@ -1,0 +1,165 @@
+"""Work division across the 32 cores.
+
+First the mandatory pass: a tensor larger than one core's addressable span is split along its outermost dim into
+the fewest equal parts that each fit (a [8192, 32768] fp16 operand, 512 MiB, into two). Then matmuls, by the cost
+model: either a grid of independent output blocks, each core streaming its own operands from device memory, or the
+ring scheme, where all cores share one block of rows of the left operand — each core loads 1/32 of every K-chunk and
+the pieces rotate round the ring, so device memory is read once per block instead of once per core. Then
+everything else: rows (a dim that is neither the stick dim of a reduction nor size 1) split over the cores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .cost import DEFAULT_COST, CostModel
+from .graph import DTYPE_BYTES, Graph, Op, OpKind
+from .tiling import ACCUMULATOR_BYTES, MatmulTile, TilingError, matmul_tile
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSplit:
+    """A tensor stored as `parts` separate device buffers along `dim` (each within one core's span)."""
+
+    tensor: str
+    dim: int
+    parts: int
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulDivision:
+    """How one [M, K] x [K, N] matmul is spread: `blocks` row blocks done one after another (ring) or a
+    `m_parts` x `n_parts` grid of per-core output blocks (grid), with the tile each core iterates."""
+
+    op: str
+    scheme: Literal["ring", "grid"]
+    m_parts: int
+    n_parts: int
+    tile: MatmulTile
+    estimate: float
+    #: device-memory bytes the scheme moves (operands as often as they are re-read, plus the output)
+    traffic: int
+
+
+@dataclass(frozen=True, slots=True)
+class RowDivision:
+    op: str
+    dim: int
+    cores: int
+
+
+@dataclass(frozen=True, slots=True)
+class DivisionPlan:
+    splits: dict[str, TensorSplit]
+    matmuls: dict[str, MatmulDivision]
+    rows: dict[str, RowDivision]
+    #: every candidate the matmul pass weighed, per op, cheapest first
+    considered: dict[str, tuple[MatmulDivision, ...]]
+
+
+def mandatory_splits(graph: Graph, cost: CostModel = DEFAULT_COST) -> dict[str, TensorSplit]:
+    """The fewest equal parts along dim 0 that bring every tensor within one core's addressable span."""
+    splits = {}
+    for tensor in graph.tensors.values():
+        if tensor.nbytes <= cost.span:
+            continue
+        rows = tensor.shape[0]
+        parts = next((p for p in range(-(-tensor.nbytes // cost.span), rows + 1) if rows % p == 0), None)
+        if parts is None:
+            raise TilingError(f"tensor {tensor.name!r} ({tensor.nbytes} bytes) cannot be split within one core's span")
+        splits[tensor.name] = TensorSplit(tensor.name, 0, parts)
+    return splits
+
+
+def matmul_candidates(
+    graph: Graph, op: Op, splits: dict[str, TensorSplit], cost: CostModel = DEFAULT_COST
+) -> list[MatmulDivision]:
+    """Every division the cost model can price for `op`, cheapest first."""
+    (m, k), n = graph.tensors[op.inputs[0]].shape, graph.tensors[op.inputs[1]].shape[1]
+    itemsize = DTYPE_BYTES[graph.tensors[op.inputs[0]].dtype]
+    split = splits.get(op.inputs[0])
+    minimum = split.parts if split is not None else 1
+    found = []
+    cores = cost.cores
+    for m_parts in (p for p in range(1, cores + 1) if cores % p == 0 and m % p == 0):
+        n_parts = cores // m_parts
+        if n % n_parts or m_parts < minimum:
+            continue
+        try:
+            tile = matmul_tile(m // m_parts, n // n_parts, k, cost.scratchpad, cost.stick, itemsize)
+        except TilingError:
+            continue
+        found.append(_grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost))
+    ring = _ring(op.name, m, n, k, minimum, itemsize, cost)
+    if ring is not None:
+        found.append(ring)
+    return sorted(found, key=lambda division: division.estimate)
+
+
+def _grid(
+    name: str, m: int, n: int, k: int, m_parts: int, n_parts: int, tile: MatmulTile, itemsize: int, cost: CostModel
+) -> MatmulDivision:
+    traffic = round(m * n * k * itemsize * (1 / tile.m + 1 / tile.n))
+    traffic += m * n * itemsize
+    macs = m * n * k // cost.cores
+    instructions = (m // m_parts // tile.m) * (n // n_parts // tile.n) * (k // tile.k)
+    compute = cost.matmul(0) * instructions + macs / cost.device.macs_per_cycle
+    estimate = max(compute, cost.memory(traffic, mixed=False))
+    return MatmulDivision(name, "grid", m_parts, n_parts, tile, estimate, traffic)
+
+
+def ring_tile(rows: int, cols: int, k: int, cost: CostModel, itemsize: int) -> MatmulTile | None:
+    """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk."""
+    stick_elems = cost.stick // itemsize
+    piece = rows // cost.cores
+    for chunk in (c for c in range(min(256, k), 0, -stick_elems) if k % c == 0):
+        tile = MatmulTile(piece, cols, chunk, 3, itemsize)
+        acc = rows * cols * ACCUMULATOR_BYTES
+        if acc + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES <= cost.scratchpad:
+            return tile
+    return None
+
+
+def _ring(name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: CostModel) -> MatmulDivision | None:
+    """The ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less re-reading)."""
+    cores = cost.cores
+    if n % cores:
+        return None
+    cols = n // cores
+    for blocks in (b for b in range(max(minimum, 1), m + 1) if m % b == 0 and (m // b) % cores == 0):
+        if minimum > 1 and blocks % minimum:
+            continue
+        rows = m // blocks
+        tile = ring_tile(rows, cols, k, cost, itemsize)
+        if tile is None:
+            continue
+        traffic = (m * k + blocks * k * n + m * n) * itemsize
+        steps = blocks * (k // tile.k)
+        piece_bytes = tile.m * tile.k * itemsize
+        compute = steps * cores * cost.matmul(tile.m * tile.n * tile.k)
+        ring = steps * (cores - 1) * cost.ring(piece_bytes)
+        estimate = max(compute, ring, cost.memory(traffic, mixed=False))
+        return MatmulDivision(name, "ring", blocks, cores, tile, estimate, traffic)
+    return None
+
+
+def rows_of(graph: Graph, op: Op, cores: int) -> RowDivision:
+    """Split an op's output along dim 0 (its rows) over as many cores as divide them, at most `cores`."""
+    rows = graph.tensors[op.output].shape[0] if op.kind is not OpKind.REDUCTION or op.dim != 0 else 1
+    used = max(c for c in range(1, cores + 1) if rows % c == 0)
+    return RowDivision(op.name, 0, used)
+
+
+def divide(graph: Graph, cost: CostModel = DEFAULT_COST, cores: int | None = None) -> DivisionPlan:
+    """Mandatory span splits, then matmuls by the cost model, then the remaining ops by rows."""
+    splits = mandatory_splits(graph, cost)
+    matmuls, considered = {}, {}
+    for op in graph.ops:
+        if op.kind is OpKind.MATMUL:
+            options = matmul_candidates(graph, op, splits, cost)
+            if not options:
+                raise TilingError(f"op {op.name!r}: no work division fits the scratchpad")
+            matmuls[op.name], considered[op.name] = options[0], tuple(options)
+    rows = {op.name: rows_of(graph, op, cores or cost.cores) for op in graph.ops if op.kind is not OpKind.MATMUL}
+    return DivisionPlan(splits, matmuls, rows, considered)

@@ -1,0 +1,81 @@
+"""Tiling: block sizes that make each core's working set fit its usable scratchpad.
+
+Row-wise kernels are cut into blocks of whole rows (double-buffered so one block loads while another computes);
+matmuls into an fp32 accumulator tile plus K-chunks of both operands, K-chunks in whole sticks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .graph import DTYPE_BYTES
+
+ACCUMULATOR_BYTES = DTYPE_BYTES["float32"]
+
+
+class TilingError(ValueError):
+    """No tile fits: the message says which working set and how large it is."""
+
+
+def row_block(rows: int, bytes_per_row: int, capacity: int, stick: int, buffers: int = 2) -> int:
+    """The most rows per block (a divisor of `rows`) whose `buffers` copies of the per-row working set fit."""
+    for block in range(rows, 0, -1):
+        if rows % block == 0 and buffers * _sticks(block * bytes_per_row, stick) <= capacity:
+            return block
+    raise TilingError(f"one row needs {bytes_per_row * buffers} bytes of scratchpad, more than {capacity}")
+
+
+def _sticks(nbytes: int, stick: int) -> int:
+    return -(-nbytes // stick) * stick
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulTile:
+    """An m x n fp32 accumulator updated by (m x k) @ (k x n) chunks; `slots` A chunks in flight."""
+
+    m: int
+    n: int
+    k: int
+    slots: int
+    itemsize: int
+
+    def footprint(self, stick: int) -> int:
+        acc = _sticks(self.m * self.n * ACCUMULATOR_BYTES, stick)
+        left = self.slots * _sticks(self.m * self.k * self.itemsize, stick)
+        right = 2 * _sticks(self.k * self.n * self.itemsize, stick)
+        return acc + left + right
+
+
+def matmul_tile(
+    m: int, n: int, k_total: int, capacity: int, stick: int, itemsize: int = 2, slots: int = 2, max_k: int = 256
+) -> MatmulTile:
+    """The largest accumulator (a divisor tile of m x n, balanced) and then the largest K-chunk that fit.
+
+    K-chunks are whole sticks of K (64 fp16 elements) and divide `k_total`; larger chunks amortise the per-instruction
+    issue cost and DMA latency, bounded by `max_k` so the software pipeline has enough steps to overlap.
+    """
+    stick_elems = stick // itemsize
+    ks = [k for k in range(min(max_k, k_total), 0, -1) if k_total % k == 0 and (k % stick_elems == 0 or k == k_total)]
+    best: MatmulTile | None = None
+    for tm in _divisors(m, stick_elems):
+        for tn in _divisors(n, stick_elems):
+            for k in ks:
+                tile = MatmulTile(tm, tn, k, slots, itemsize)
+                if tile.footprint(stick) <= capacity:
+                    if best is None or _score(tile) > _score(best):
+                        best = tile
+                    break
+    if best is None:
+        raise TilingError(f"no matmul tile of a {m} x {n} output with K {k_total} fits {capacity} bytes")
+    return best
+
+
+def _score(tile: MatmulTile) -> tuple[float, int]:
+    """Device-memory traffic per MAC falls as 1/m + 1/n: the smaller, the better; then the larger K-chunk."""
+    return (-(1 / tile.m + 1 / tile.n), tile.k)
+
+
+def _divisors(value: int, grain: int) -> list[int]:
+    """Divisors of `value` in whole multiples of `grain` (or all of them when `value` is smaller)."""
+    step = grain if value >= grain else 1
+    return [d for d in range(step, value + 1, step) if value % d == 0]
