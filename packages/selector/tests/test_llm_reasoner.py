@@ -453,7 +453,7 @@ PROPOSAL = st.fixed_dictionaries(
     [(("onlyCUDA",), True), ((), False), ((), True)],
     ids=["device-restriction", "unhooked-feature", "dtype-blockers"],
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     reply=st.one_of(
         st.lists(st.one_of(PROPOSAL, st.integers(), st.text(max_size=5)), max_size=6).map(

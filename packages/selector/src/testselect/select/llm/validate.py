@@ -83,15 +83,15 @@ def _check(item: object, tests: dict[str, TestFacts], rules: dict[str, list[Deci
         raise _Refused(f"dtype {dtype!r} is not one of the test's: {', '.join(sorted(dtypes_of(test))) or 'none'}")
     whole, *scoped = rules[node_id]
     rule = next((d for d in scoped if d.dtype == dtype), whole) if dtype else whole
+    unknown = sorted({op for op in ATEN.findall(reason) if op not in _facts(test)})
+    if unknown:
+        raise _Refused(f"the reason names {', '.join(unknown)}, which no recorded case of the test ran")
     if mode == "mandatory_success":
         if rule.mode != "mandatory_success":
             raise _Refused(f"mandatory_success where the rules found: {rule.reason}")
         return Decision(node_id, mode, reason, "llm (validated): the rules found no blocker", dtype)
     if rule.basis in SKIP_ONLY and rule.mode == "skip" and mode != "skip":
         raise _Refused(f"{mode} where only skip can stand ({rule.basis}: {rule.reason})")
-    unknown = sorted({op for op in ATEN.findall(reason) if op not in _facts(test)})
-    if unknown:
-        raise _Refused(f"the reason names {', '.join(unknown)}, which no recorded case of the test ran")
     named = named_facts(test, reason)
     if not named:
         raise _Refused(f"a {mode} reason names no op, dtype, feature or decorator of the test")
