@@ -1,0 +1,211 @@
+"""Turn a kernel's expression DAG into one `ringsim-program/1` program, rows split across cores in whole sticks.
+
+Each core: DMA in its whole (broadcast) operands and compute the steps that depend only on them, then for each
+chunk of its rows: DMA in the split operands, run every row step on scratchpad tiles, DMA out the stored tiles.
+Every value keeps its own tile (intermediates never round-trip through device memory); the chunk is the largest
+that fits all of them in the usable scratchpad.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from ringsim.engine import DEFAULT_MODEL, FORMAT
+
+from ring_inductor.errors import UnsupportedError
+from ring_inductor.graph import KernelGraph, Operand, Value
+
+STICK = DEFAULT_MODEL.stick_bytes
+SCRATCHPAD = DEFAULT_MODEL.usable_scratchpad_bytes
+CORES = DEFAULT_MODEL.cores
+#: Below this many bytes of operands per core, another core costs more in DMA latency than it saves.
+MIN_BYTES_PER_CORE = 32 * 1024
+#: Reductions whose aten form takes one int dim rather than a dim list.
+_INT_DIM = frozenset({"prod", "argmax", "argmin"})
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _align(nbytes: int) -> int:
+    return -(-nbytes // STICK) * STICK
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _split(kind: str) -> bool:
+    return kind in ("full", "row", "gather", "scatter")
+
+
+@dataclass(frozen=True)
+class Split:
+    """The work division of one kernel, dumped with its program for review."""
+
+    rows: int
+    cols: int
+    cores: int
+    rows_per_core: int
+    chunk: int
+    granularity: int
+    scratchpad_bytes: int
+
+
+class Tiles:
+    """Names the tile of every value and operand, and gives each tile kind its shape and row bytes."""
+
+    def __init__(self, graph: KernelGraph) -> None:
+        self.cols = graph.cols
+        self.names: dict[int, str] = {}
+        self.kinds: dict[str, tuple[str, torch.dtype]] = {}
+        for n, value in enumerate(v for v in graph.steps):
+            self._add(value, f"t{n}")
+        for operand in graph.operands:
+            self.kinds.setdefault(operand.name, (_tile_kind(operand), operand.dtype))
+
+    def _add(self, value: Value, name: str) -> None:
+        self.names[id(value)] = name
+        self.kinds[name] = (value.kind, value.dtype)
+
+    def of(self, value: Value) -> str:
+        return value.operand.name if value.operand is not None else self.names[id(value)]
+
+    def shape(self, name: str, rows: int) -> list[int]:
+        kind = self.kinds[name][0]
+        return {"full": [rows, self.cols], "row": [rows, 1], "col": [self.cols], "scalar": [1]}[kind]
+
+    def row_bytes(self, name: str) -> int:
+        kind, dtype = self.kinds[name]
+        return (self.cols if kind == "full" else 1) * dtype.itemsize
+
+
+def _tile_kind(operand: Operand) -> str:
+    kind = operand.access.kind
+    return "full" if kind in ("gather", "scatter") else kind
+
+
+def plan_split(graph: KernelGraph, tiles: Tiles) -> Split:
+    """How many cores, rows per core and rows per chunk; refuses a row that overflows a scratchpad."""
+    split = [name for name, (kind, _) in tiles.kinds.items() if _split(kind)]
+    whole = [name for name in tiles.kinds if name not in split]
+    io = [op.name for op in graph.operands if _split(_tile_kind(op))]
+    g = 1
+    for name in io:
+        g = math.lcm(g, STICK // math.gcd(tiles.row_bytes(name), STICK))
+    whole_bytes = sum(_align(math.prod(tiles.shape(n, 1)) * tiles.kinds[n][1].itemsize) for n in whole)
+    per_row = sum(tiles.row_bytes(n) for n in split)
+    room = SCRATCHPAD - whole_bytes - STICK * len(split)
+    io_row = sum(tiles.row_bytes(n) for n in io)
+    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, _ceil(graph.rows, g)))
+    per_core = _ceil(_ceil(graph.rows, cores), g) * g
+    span = min(graph.rows, per_core)
+    fit = room // per_row if per_row else span
+    chunk = span if fit >= span else (fit // g) * g
+    if room < 0 or chunk < 1:
+        raise UnsupportedError(
+            f"a row of this kernel ({graph.cols} columns, {per_row} bytes of tiles) overflows a core's "
+            f"{SCRATCHPAD}-byte scratchpad"
+        )
+    used = whole_bytes + sum(_align(tiles.row_bytes(n) * chunk) for n in split)
+    return Split(graph.rows, graph.cols, _ceil(graph.rows, per_core), per_core, chunk, g, used)
+
+
+def _compute(value: Value, tiles: Tiles, tag: str, size: int, split: set[str]) -> dict[str, Any]:
+    out = tiles.of(value)
+    attrs = {k: dtype_name(v) if isinstance(v, torch.dtype) else v for k, v in value.attrs.items()}
+    if value.fn in _INT_DIM:
+        attrs["dim"] = -1
+    if value.sized:
+        attrs["size"] = tiles.shape(out, size)
+    name = lambda n: n + tag if n in split else n  # noqa: E731 - the chunk's tile of a split family
+    return {
+        "op": "compute",
+        "fn": value.fn,
+        "inputs": [name(tiles.of(v)) for v in value.inputs],
+        "output": name(out),
+        "attrs": attrs,
+    }
+
+
+def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The program for `graph` and the decisions behind it (split, tiles), for the dump."""
+    tiles = Tiles(graph)
+    plan = plan_split(graph, tiles)
+    split = {n for n, (kind, _) in tiles.kinds.items() if _split(kind)}
+    buffers = {
+        op.name: {"dtype": dtype_name(op.dtype), "shape": tiles.shape(op.name, graph.rows)} for op in graph.operands
+    }
+    hoisted = [v for v in graph.steps if not _split(v.kind)]
+    per_chunk = [v for v in graph.steps if _split(v.kind)]
+    loads = [op for op in graph.operands if not op.is_output]
+    cores = []
+    for core, start in enumerate(range(0, graph.rows, plan.rows_per_core)):
+        end = min(graph.rows, start + plan.rows_per_core)
+        starts = range(start, end, plan.chunk)
+        sizes = sorted({min(plan.chunk, end - row) for row in starts}, reverse=True)
+        suffix = {size: "" if i == 0 else f"_{size}" for i, size in enumerate(sizes)}
+        core_tiles: dict[str, Any] = {}
+        offset = 0
+        for tile in sorted(set(tiles.kinds) - split):
+            core_tiles[tile] = {
+                "offset": offset,
+                "dtype": dtype_name(tiles.kinds[tile][1]),
+                "shape": tiles.shape(tile, 1),
+            }
+            offset += _align(math.prod(tiles.shape(tile, 1)) * tiles.kinds[tile][1].itemsize)
+        for tile in sorted(split):
+            for size in sizes:
+                core_tiles[tile + suffix[size]] = {
+                    "offset": offset,
+                    "dtype": dtype_name(tiles.kinds[tile][1]),
+                    "shape": tiles.shape(tile, size),
+                }
+            offset += _align(tiles.row_bytes(tile) * sizes[0])
+        instructions: list[dict[str, Any]] = [
+            {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in loads if op.name not in split
+        ]
+        instructions += [_compute(v, tiles, "", 1, split) for v in hoisted]
+        for row in starts:
+            size = min(plan.chunk, end - row)
+            tag = suffix[size]
+            instructions += [
+                {"op": "dma_in", "buffer": op.name, "offset": row * tiles.row_bytes(op.name), "tile": op.name + tag}
+                for op in loads
+                if op.name in split
+            ]
+            instructions += [_compute(v, tiles, tag, size, split) for v in per_chunk]
+            instructions += [
+                {
+                    "op": "dma_out",
+                    "tile": tiles.of(value) + tag,
+                    "buffer": operand.name,
+                    "offset": row * tiles.row_bytes(operand.name),
+                }
+                for operand, value in graph.stores
+            ]
+        cores.append({"core": core, "tiles": core_tiles, "instructions": instructions})
+    program = {"format": FORMAT, "name": name, "buffers": buffers, "cores": cores}
+    decisions = {
+        "kernel": name,
+        "origins": graph.origins,
+        "split": asdict(plan),
+        "operands": [
+            {
+                "name": op.name,
+                "buffer": op.buffer,
+                "dtype": dtype_name(op.dtype),
+                "kind": op.access.kind,
+                "sizes": list(op.access.sizes),
+                "strides": list(op.access.strides),
+                "offset": op.access.offset,
+            }
+            for op in graph.operands
+        ],
+        "tiles": cores[0]["tiles"],
+    }
+    return program, decisions

@@ -1,0 +1,58 @@
+"""The expression DAG of one ring kernel: loads, compute steps and stores over the kernel's [rows, cols] space."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ring_inductor.indexing import Access
+
+#: How the kind of a result follows from its inputs' kinds (full > row/col > scalar; row with col is full).
+_RANK = {"scalar": 0, "row": 1, "col": 1, "full": 2}
+
+
+def broadcast_kind(kinds: list[str]) -> str:
+    """The kind of an elementwise result over inputs of these kinds."""
+    present = set(kinds)
+    if "full" in present or {"row", "col"} <= present:
+        return "full"
+    return max(present, key=_RANK.__getitem__, default="scalar")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A kernel argument: an Inductor buffer bound to one program buffer through a strided view."""
+
+    name: str  # program buffer name
+    buffer: str  # Inductor buffer name (the wrapper's variable)
+    dtype: torch.dtype
+    access: Access
+    is_output: bool
+
+
+@dataclass(eq=False)
+class Value:
+    """A node of the DAG: one tile's worth of data, produced by a load (`operand`) or a compute step (`fn`)."""
+
+    kind: str
+    dtype: torch.dtype
+    fn: str | None = None
+    inputs: tuple[Value, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    operand: Operand | None = None
+    #: `attrs["size"]` is filled with the tile's shape when emitted (creation fns such as `full`).
+    sized: bool = False
+
+
+@dataclass
+class KernelGraph:
+    """Everything one kernel computes, in program order."""
+
+    rows: int
+    cols: int
+    operands: list[Operand] = field(default_factory=list)
+    steps: list[Value] = field(default_factory=list)
+    stores: list[tuple[Operand, Value]] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)

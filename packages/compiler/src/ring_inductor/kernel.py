@@ -1,0 +1,71 @@
+"""A compiled ring kernel at run time: binds the wrapper's ring tensors to program buffers and launches it.
+
+The generated wrapper module defines one `RingKernel` per kernel and calls it with the Inductor buffers it reads
+and writes. Each operand is bound through the strided view its index describes; a view that is not contiguous
+and stick-aligned is first made so by the device's own copy kernel (and a strided store is copied back after).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from ringsim import runtime
+from ringsim.engine import launch
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How one argument of the kernel call fills one program buffer."""
+
+    buffer: str
+    argument: int
+    kind: str
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    elements: int
+    is_output: bool
+
+
+def _aligned(view: torch.Tensor) -> bool:
+    return view.is_contiguous() and runtime.device_address(view) % runtime.STICK_BYTES == 0
+
+
+class RingKernel:
+    """One program plus its bindings; calling it launches the program on the ring tensors given."""
+
+    def __init__(self, program: dict[str, Any], bindings: Sequence[Binding]) -> None:
+        self.program = program
+        self.name: str = program["name"]
+        self.bindings = tuple(bindings)
+        digest = hashlib.sha256(json.dumps(program, sort_keys=True).encode()).hexdigest()
+        self.key = ("ring_inductor", self.name, digest)
+
+    @classmethod
+    def from_json(cls, program: str, bindings: Sequence[tuple[Any, ...]]) -> RingKernel:
+        """The form the generated wrapper uses (a JSON string and tuples keep the wrapper source plain)."""
+        return cls(json.loads(program), [Binding(*b) for b in bindings])
+
+    def __call__(self, *arguments: torch.Tensor) -> None:
+        buffers: dict[str, torch.Tensor] = {}
+        copies: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for b in self.bindings:
+            base = arguments[b.argument]
+            if b.kind in ("gather", "scatter"):
+                view = torch.as_strided(base, b.sizes, b.strides, base.storage_offset() + b.offset)
+            else:
+                view = torch.as_strided(base, (b.elements,), (1,), base.storage_offset() + b.offset)
+            if b.is_output and not (b.kind != "scatter" and _aligned(view)):
+                target, view = view, torch.empty(view.shape, dtype=view.dtype, device=view.device)
+                copies.append((target, view))
+            elif not b.is_output and not _aligned(view):
+                view = view.contiguous() if not view.is_contiguous() else view.clone()
+            buffers[b.buffer] = runtime.host_view(view)
+        launch(self.program, buffers, key=self.key)
+        for target, result in copies:
+            target.copy_(result)

@@ -1,0 +1,205 @@
+"""An Inductor ops handler that records a node's loop body as ring compute steps instead of printing code.
+
+Each value is a `graph.Value` (a tile); `load`/`store` classify their index (`indexing.classify`), arithmetic
+becomes one `compute` step on aten ops, reductions reduce the last (column) dimension of a full tile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import sympy
+import torch
+
+from ring_inductor.errors import UnsupportedError
+from ring_inductor.graph import KernelGraph, Operand, Value, broadcast_kind
+from ring_inductor.indexing import Access, LoopVar, classify, split_loop
+from ring_inductor.torchprivate import V, node_loop_body
+
+#: Inductor ops that are one aten elementwise op of the same arity.
+ELEMENTWISE: dict[str, str] = {
+    **{name: name for name in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "neg", "reciprocal", "abs", "sin")},
+    **{name: name for name in ("cos", "erf", "relu", "floor", "ceil", "log1p", "expm1", "sign", "isnan", "exp2")},
+    **{name: name for name in ("add", "sub", "mul", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge")},
+    **{name: name for name in ("logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "atan2")},
+    "truediv": "div",
+    "erfc": "special_erfc",
+    "trunc": "trunc",
+}
+_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "isnan"})
+#: Inductor reduction types and the aten reduction over the last dim that computes them.
+REDUCTIONS: dict[str, str] = {"sum": "sum", "max": "amax", "min": "amin", "prod": "prod", "any": "amax"}
+
+
+def _compute_dtype(values: list[Value]) -> torch.dtype:
+    """Intermediates of floating inputs stay float32 (the device computes in float32, rounding once at the store)."""
+    dtypes = [v.dtype for v in values]
+    if any(d.is_floating_point for d in dtypes):
+        return torch.float32
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = torch.promote_types(out, d)
+    return out
+
+
+class Recorder:
+    """The ops handler for one node of a kernel (`V.set_ops_handler(Recorder(...))`, then call its loop body)."""
+
+    def __init__(self, graph: KernelGraph, loop: list[LoopVar], buffer_dtype: Callable[[str], torch.dtype]) -> None:
+        self.graph = graph
+        self.loop = loop
+        self.buffer_dtype = buffer_dtype
+
+    def _step(self, fn: str, inputs: list[Value], dtype: torch.dtype | None = None, **attrs: Any) -> Value:
+        kind = broadcast_kind([v.kind for v in inputs])
+        value = Value(kind, dtype or _compute_dtype(inputs), fn, tuple(inputs), attrs)
+        self.graph.steps.append(value)
+        return value
+
+    def _operand(self, buffer: str, access: Access, is_output: bool) -> Operand:
+        if is_output and access.kind not in ("full", "row"):
+            access = Access("scatter", access.sizes, access.strides, access.offset)
+        for op in self.graph.operands:
+            if (op.buffer, op.access, op.is_output) == (buffer, access, is_output):
+                return op
+        name = f"{'out' if is_output else 'in'}{len(self.graph.operands)}"
+        operand = Operand(name, buffer, self.buffer_dtype(buffer), access, is_output)
+        self.graph.operands.append(operand)
+        return operand
+
+    # -- memory ---------------------------------------------------------------------------------------------------
+    def load(self, name: str, index: sympy.Expr) -> Value:
+        access = classify(index, self.loop)
+        kind = "full" if access.kind == "gather" else access.kind
+        earlier = _stored_in(self.graph, name, access.kind, access.offset)
+        if earlier is not None:  # written by this kernel: read the tile, device memory is not yet visible
+            return earlier
+        if any(operand.buffer == name for operand, _ in self.graph.stores):
+            raise UnsupportedError(f"{name} is read by the kernel that writes it, through a different index")
+        operand = self._operand(name, access, is_output=False)
+        return Value(kind, operand.dtype, operand=operand)
+
+    def store(self, name: str, index: sympy.Expr, value: Value, mode: Any = None) -> None:
+        if mode is not None:
+            raise UnsupportedError(f"store mode {mode!r} into {name}")
+        operand = self._operand(name, classify(index, self.loop), is_output=True)
+        want = "row" if operand.access.kind == "row" else "full"
+        if value.kind != want and not (want == "full" and self.graph.cols == 1 and value.kind == "row"):
+            raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
+        if value.dtype != operand.dtype:
+            value = self._step("cast", [value], operand.dtype)
+        self.graph.stores.append((operand, value))
+
+    def store_reduction(self, name: str, index: sympy.Expr, value: Value) -> None:
+        self.store(name, index, value)
+
+    # -- values ---------------------------------------------------------------------------------------------------
+    def constant(self, value: Any, dtype: torch.dtype) -> Value:
+        fill = float(value) if dtype.is_floating_point else (bool(value) if dtype == torch.bool else int(value))
+        tile = torch.float32 if dtype.is_floating_point else dtype
+        step = Value("scalar", tile, "full", (), {"fill_value": fill, "dtype": tile}, sized=True)
+        self.graph.steps.append(step)
+        return step
+
+    def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> Value:
+        if isinstance(expr, (int, sympy.Integer)):
+            return self.constant(int(expr), dtype)
+        raise UnsupportedError(f"index arithmetic ({expr}) inside a kernel")
+
+    def to_dtype(self, x: Value, dtype: torch.dtype, src_dtype: Any = None, use_compute_types: bool = True) -> Value:
+        if x.dtype == dtype:
+            return x
+        return self._step("cast", [x], dtype)
+
+    def where(self, cond: Value, a: Value, b: Value) -> Value:
+        return self._step("where", [cond, a, b], _compute_dtype([a, b]))
+
+    def square(self, x: Value) -> Value:
+        return self._step("mul", [x, x])
+
+    def identity(self, x: Value) -> Value:
+        return x
+
+    def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str, value: Value) -> Any:
+        if value.kind != "full":
+            raise UnsupportedError(f"reduction {reduction_type} of a broadcast ({value.kind}) value")
+        if reduction_type == "welford_reduce":
+            mean = self._reduce("mean", value)
+            centered = self._step("sub", [value, mean])
+            m2 = self._reduce("sum", self._step("mul", [centered, centered]))
+            weight = Value("row", torch.float32, "full", (), {"fill_value": float(self.graph.cols)}, sized=True)
+            self.graph.steps.append(weight)
+            return mean, m2, weight
+        if reduction_type in ("argmax", "argmin"):
+            return self._reduce(reduction_type, value, torch.int64)
+        if reduction_type not in REDUCTIONS:
+            raise UnsupportedError(f"reduction {reduction_type}")
+        out = dtype if not dtype.is_floating_point else torch.float32
+        return self._reduce(REDUCTIONS[reduction_type], value, out)
+
+    def _reduce(self, fn: str, value: Value, dtype: torch.dtype = torch.float32) -> Value:
+        step = Value("row", dtype, fn, (value,), {"dim": [-1], "keepdim": True})
+        self.graph.steps.append(step)
+        return step
+
+    def __getattr__(self, name: str) -> Callable[..., Value]:
+        if name.startswith("_") or name not in ELEMENTWISE:
+            raise UnsupportedError(f"op {name}")
+        fn = ELEMENTWISE[name]
+
+        def op(*args: Value) -> Value:
+            if not all(isinstance(a, Value) for a in args):
+                raise UnsupportedError(f"op {name} with non-tensor arguments")
+            return self._step(fn, list(args), torch.bool if name in _COMPARISONS else None)
+
+        return op
+
+
+def _stored_in(graph: KernelGraph, buffer: str, kind: str, offset: int) -> Value | None:
+    """The value this kernel already stored to the same elements of `buffer` (a full or row tile)."""
+    for operand, value in graph.stores:
+        if (operand.buffer, operand.access.kind, operand.access.offset) == (buffer, kind, offset):
+            return value
+    return None
+
+
+def _sizes(sizes: list[Any]) -> list[int]:
+    try:
+        return [int(s) for s in sizes]
+    except TypeError:
+        raise UnsupportedError(f"symbolic sizes {list(sizes)} (compile with dynamic=False)") from None
+
+
+def kernel_space(nodes: list[Any]) -> tuple[int, int]:
+    """The [rows, cols] a group of scheduler nodes iterates: a reduction's (outputs, reduced) or pointwise rows."""
+    for node in nodes:
+        psizes, rsizes = (_sizes(s) for s in node_loop_body(node)[1])
+        if rsizes:
+            return math.prod(psizes), math.prod(rsizes)
+    psizes = _sizes(node_loop_body(nodes[0])[1][0])
+    cols = psizes[-1] if len(psizes) > 1 else 1
+    return math.prod(psizes) // cols, cols
+
+
+def record_kernel(nodes: list[Any]) -> KernelGraph:
+    """Interpret the loop bodies of `nodes` (one fused group) into one kernel's DAG, or raise UnsupportedError."""
+    rows, cols = kernel_space(nodes)
+    graph = KernelGraph(rows, cols)
+    for node in nodes:
+        body, (psizes, rsizes) = node_loop_body(node)
+        psizes, rsizes = _sizes(psizes), _sizes(rsizes)
+        if rsizes and (math.prod(psizes), math.prod(rsizes)) != (rows, cols):
+            raise UnsupportedError("reductions of different shapes in one kernel")
+        pointwise = split_loop(psizes, 1 if rsizes else cols)
+        reduced = split_loop(rsizes, 1, is_col=True)
+        if pointwise is None or reduced is None or math.prod(psizes) * math.prod(rsizes) != rows * cols:
+            raise UnsupportedError(f"loop sizes {psizes}, {rsizes} do not tile a [{rows}, {cols}] kernel")
+        recorder = Recorder(graph, pointwise[1] + reduced[1], V.graph.get_dtype)
+        with V.set_ops_handler(recorder):
+            body(pointwise[0], reduced[0])
+        graph.origins += [str(o.target) for o in node.node.get_origins() if o.op == "call_function"]
+    if not graph.stores:
+        raise UnsupportedError("a kernel that stores nothing")
+    return graph

@@ -1,0 +1,103 @@
+"""Inductor's Scheduling for device `ring`: which nodes fuse, and each fused group's codegen to one ring program."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ring_inductor import dump
+from ring_inductor.emit import Tiles, build_program, plan_split
+from ring_inductor.errors import UnsupportedError
+from ring_inductor.recorder import record_kernel
+from ring_inductor.torchprivate import BackendFeature, BaseScheduling, OrderedSet, V, sympy_product
+
+#: Element kinds of the program's buffers, as the runtime binds them (see kernel.Binding).
+_ELEMENTS = {"full": lambda r, c: r * c, "row": lambda r, c: r, "col": lambda r, c: c, "scalar": lambda r, c: 1}
+
+
+def _fits(nodes: list[Any]) -> bool:
+    try:
+        graph = record_kernel(nodes)
+        plan_split(graph, Tiles(graph))
+    except UnsupportedError:
+        return False
+    return True
+
+
+def _kernel_name(origins: list[str]) -> str:
+    ops = []
+    for origin in origins:
+        parts = origin.split(".")
+        op = re.sub(r"\W", "", parts[1] if len(parts) > 1 else parts[0])
+        if op not in ops:
+            ops.append(op)
+    return "ring_" + "_".join(ops[:4])
+
+
+class RingScheduling(BaseScheduling):
+    """Fuses pointwise and last-dim reduction nodes that tile one [rows, cols] space; one program per group."""
+
+    def get_backend_features(self, device: Any) -> Any:
+        """Reductions stay whole (one row per core), never split into Inductor's two-stage form."""
+        return OrderedSet([BackendFeature.REDUCE_TO_SINGLE_ELEMENT])
+
+    def group_fn(self, sizes: Any) -> Any:
+        return tuple(V.graph.sizevars.simplify(sympy_product(s)) for s in sizes)
+
+    def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
+        return _fits([*node1.get_nodes(), *node2.get_nodes()])
+
+    def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
+        return _fits([*node1.get_nodes(), *node2.get_nodes()])
+
+    def codegen_node(self, node: Any) -> None:
+        nodes = list(node.get_nodes())
+        try:
+            graph = record_kernel(nodes)
+            wrapper = V.graph.wrapper_code
+            name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
+            program, decisions = build_program(name, graph)
+        except UnsupportedError as error:
+            ops = ", ".join(sorted(set(_origins_with_dtypes(nodes))))
+            raise UnsupportedError(f"ring_inductor cannot compile {ops}: {error}") from None
+        arguments: list[str] = []
+        bindings = []
+        for op in graph.operands:
+            real = V.graph.scheduler.mutation_real_name.get(op.buffer, op.buffer)
+            if real not in arguments:
+                arguments.append(real)
+            elements = _ELEMENTS.get(op.access.kind, lambda r, c: r * c)(graph.rows, graph.cols)
+            a = op.access
+            bindings.append(
+                (op.name, arguments.index(real), a.kind, a.sizes, a.strides, a.offset, elements, op.is_output)
+            )
+        dump.write(name, program, decisions)
+        for n in nodes:
+            n.mark_run()
+        wrapper.header.splice(f"{name} = RingKernel.from_json({json.dumps(program)!r}, {bindings!r})")
+        wrapper.writeline(f"{name}({', '.join(arguments)})")
+        self.free_buffers_in_scheduler()
+
+    def codegen_template(self, *args: Any, **kwargs: Any) -> None:
+        raise UnsupportedError("ring_inductor has no kernel templates")
+
+    def codegen_sync(self) -> None:
+        """Kernels run synchronously on the simulator: nothing to wait for."""
+
+    def flush(self) -> None:
+        """Every kernel is emitted whole by codegen_node: nothing is pending."""
+
+    def ready_to_flush(self) -> bool:
+        return False
+
+
+def _origins_with_dtypes(nodes: list[Any]) -> list[str]:
+    out = []
+    for node in nodes:
+        for origin in node.node.get_origins():
+            if origin.op == "call_function":
+                meta = origin.meta.get("val")
+                dtype = str(getattr(meta, "dtype", "")).removeprefix("torch.")
+                out.append(f"{origin.target} ({dtype})" if dtype else str(origin.target))
+    return out

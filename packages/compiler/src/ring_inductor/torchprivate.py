@@ -1,0 +1,64 @@
+"""Every non-public torch (Inductor/dynamo) internal ring_inductor relies on, in one place.
+
+Each name is resolved at import, so a torch upgrade that moves one fails here, naming the symbol and the torch
+version, instead of deep inside a compile.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+
+
+def _resolve(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as missing:
+        raise ImportError(
+            f"ring_inductor needs {module}.{name}, which this torch ({torch.__version__}) lacks"
+        ) from missing
+
+
+#: (module, name) of every private symbol used; tests/test_torchprivate.py checks each one.
+SYMBOLS: tuple[tuple[str, str], ...] = (
+    ("torch._inductor.codegen.common", "register_backend_for_device"),
+    ("torch._inductor.codegen.common", "register_device_op_overrides"),
+    ("torch._inductor.codegen.common", "DeviceOpOverrides"),
+    ("torch._inductor.codegen.common", "BackendFeature"),
+    ("torch._inductor.codegen.wrapper", "PythonWrapperCodegen"),
+    ("torch._inductor.scheduler", "BaseScheduling"),
+    ("torch._inductor.scheduler", "SchedulerNode"),
+    ("torch._inductor.virtualized", "V"),
+    ("torch._inductor.decomposition", "decompositions"),
+    ("torch._inductor.utils", "sympy_product"),
+    ("torch.utils._ordered_set", "OrderedSet"),
+    ("torch._dynamo.device_interface", "CpuInterface"),
+    ("torch._dynamo.device_interface", "register_interface_for_device"),
+)
+
+register_backend_for_device = _resolve(*SYMBOLS[0])
+register_device_op_overrides = _resolve(*SYMBOLS[1])
+DeviceOpOverrides = _resolve(*SYMBOLS[2])
+BackendFeature = _resolve(*SYMBOLS[3])
+PythonWrapperCodegen = _resolve(*SYMBOLS[4])
+BaseScheduling = _resolve(*SYMBOLS[5])
+SchedulerNode = _resolve(*SYMBOLS[6])
+V = _resolve(*SYMBOLS[7])
+#: Inductor's decomposition table (read by compile_fx at every compile), which the ring decompositions join.
+inductor_decompositions: dict[Any, Any] = _resolve(*SYMBOLS[8])
+sympy_product = _resolve(*SYMBOLS[9])
+OrderedSet = _resolve(*SYMBOLS[10])
+CpuInterface = _resolve(*SYMBOLS[11])
+register_interface_for_device = _resolve(*SYMBOLS[12])
+
+
+def node_loop_body(node: Any) -> tuple[Any, tuple[list[Any], list[Any]]]:
+    """A scheduler node's loop body and its (pointwise, reduction) iteration sizes."""
+    try:
+        return node._body, node._sizes
+    except AttributeError as missing:
+        raise ImportError(
+            f"ring_inductor needs SchedulerNode._body/_sizes, which this torch ({torch.__version__}) lacks"
+        ) from missing
