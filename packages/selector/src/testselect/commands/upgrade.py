@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from testselect.command import CliError, Command, ExitCode, store_option
@@ -62,6 +63,8 @@ def _run(args: argparse.Namespace) -> int:
             lines = core_lines(report)
     finally:
         store.close()
+    for line in report.get("skipped", []):
+        print(f"skipped: {line}", file=sys.stderr)
     if args.out:
         write_configs(result.new_decisions(), Path(args.out), reasoner.profile.device)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(lines))
