@@ -186,7 +186,8 @@ def test_tree_move_text_and_out(trees: dict[str, Path], capsys: pytest.CaptureFi
     written = sorted(p.name for p in out.iterdir())
     assert written == ["test_other.yaml", "test_toy.yaml"]
     toy = (out / "test_toy.yaml").read_text()
-    assert "TestToy::test_new" in toy and "TestToy::test_gone" not in toy
+    assert "TestToy::test_new" in toy
+    assert "TestToy::test_gone" not in toy
     assert 'reason: "1 of 1 float32 cases failed on the CPU reference run"' in toy  # test_keep's evidence kept
 
 
@@ -202,7 +203,8 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), err
     return lines[0]
 
 
@@ -220,7 +222,8 @@ def test_bad_from_and_to(trees: dict[str, Path], tmp_path: Path, capsys: pytest.
         trees["old"] = Path(value)
         assert main(_args(trees)) == 2
         line = _error(capsys)
-        assert line.startswith(f"error: --from {value}: ") and message in line
+        assert line.startswith(f"error: --from {value}: ")
+        assert message in line
     python = Path(sys.executable)
     trees["old"], trees["new"] = trees["new"], python
     assert main(_args(trees)) == 2
