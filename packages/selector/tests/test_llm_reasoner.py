@@ -192,7 +192,8 @@ def test_valid_proposals_reach_the_config_key_only_in_the_header(
     run = subprocess.run(argv, env=os.environ | {"OPENAI_API_KEY": KEY}, capture_output=True, text=True, check=False)
     assert (run.returncode, run.stderr) == (
         0,
-        "llm: test_toy.py: 5 tests, 1 request: 4 accepted, 0 rejected, 1 without a proposal\n",
+        "llm: test_toy.py: 5 tests, 1 request: 4 accepted, 0 rejected, 1 without a proposal; run so far: 1 requests, "
+        "0 cached, 4 accepted, 0 rejected, 1 without a proposal\n",
     )
     assert entries(out) == [
         ("TestToy::test_add", "xfail", None, "aten::add.Tensor rounds differently on toy"),
@@ -244,7 +245,6 @@ def test_invalid_proposals_are_rejected_counted_and_the_rules_kept(
     assert select(toy, tmp_path / "out", *llm(server)) == 0
     assert (tmp_path / "out" / "test_toy.yaml").read_text() == (rules_out / "test_toy.yaml").read_text()
     assert capsys.readouterr().err.splitlines() == [
-        "llm: test_toy.py: 5 tests, 1 request: 0 accepted, 9 rejected, 0 without a proposal",
         f"llm: rejected: {T}test_lacks [float32]: mandatory_success where the rules found: toy lacks aten::cumsum, "
         "run on CPU by 1 of 1 float32 cases; the rule decision stays",
         f"llm: rejected: {T}test_add: mode 'maybe' is not one of: mandatory_success, xfail, xfail_strict, skip; "
@@ -260,6 +260,8 @@ def test_invalid_proposals_are_rejected_counted_and_the_rules_kept(
         "llm: rejected: the reply: 'test_toy.py::TestToy::test_nope' is not a test of this request; "
         "the rule decision stays",
         "llm: rejected: the reply: a decision is not a JSON object; the rule decision stays",
+        "llm: test_toy.py: 5 tests, 1 request: 0 accepted, 9 rejected, 0 without a proposal; run so far: 1 requests, "
+        "0 cached, 0 accepted, 9 rejected, 0 without a proposal",
     ]
 
 
@@ -284,8 +286,9 @@ def test_malformed_replies_keep_the_rules(
     assert select(toy, tmp_path / "out", *llm(server)) == 0
     assert (tmp_path / "out" / "test_toy.yaml").read_text() == (rules_out / "test_toy.yaml").read_text()
     assert capsys.readouterr().err.splitlines() == [
-        "llm: test_toy.py: 5 tests, 1 request: 0 accepted, 1 rejected, 5 without a proposal",
         f"llm: rejected: the reply: {why}; the rule decision stays",
+        "llm: test_toy.py: 5 tests, 1 request: 0 accepted, 1 rejected, 5 without a proposal; run so far: 1 requests, "
+        "0 cached, 0 accepted, 1 rejected, 5 without a proposal",
     ]
 
 
@@ -362,7 +365,10 @@ def test_the_cache_makes_a_rerun_send_nothing(
     server.shutdown()  # offline from here
     assert select(toy, tmp_path / "two", *llm(server, "--llm-batch", "2", "--llm-cache", str(cache))) == 0
     assert len(server.requests) == 3
-    assert capsys.readouterr().err.count("cached reply") == 3
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "llm: test_toy.py: 1 tests, cached reply: 0 accepted, 1 rejected, 1 without a proposal; run so far: "
+        "0 requests, 3 cached, 1 accepted, 2 rejected, 4 without a proposal"  # test_grad is in the second batch
+    )
     assert (tmp_path / "two" / "test_toy.yaml").read_text() == (tmp_path / "one" / "test_toy.yaml").read_text()
     assert len(list(cache.iterdir())) == 3
 

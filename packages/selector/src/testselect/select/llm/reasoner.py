@@ -19,7 +19,7 @@ from testselect.select.reasoner import Decision, FileScope, RuleReasoner, TestFa
 
 
 class LlmReasoner:
-    """Asks an OpenAI-compatible endpoint; `totals` counts requests, cached replies, accepted and rejected proposals."""
+    """Asks an OpenAI-compatible endpoint; `totals` counts requests, cached replies and the proposals' fates."""
 
     def __init__(
         self,
@@ -72,7 +72,6 @@ class LlmReasoner:
                 self._down = str(exc)
                 self.report(f"warning: {exc}; the rules decide the remaining tests (--llm-fallback rules)")
         if self._down is not None:
-            self.totals["decided by the rules"] += len(tests)
             self._decided.update(rules)
             return
         verdict = validate(reply.content, tests, rules)
@@ -80,16 +79,21 @@ class LlmReasoner:
         self._tally(where, len(tests), reply.cached, verdict)
 
     def _tally(self, where: str, tests: int, cached: bool, verdict: Verdict) -> None:
-        self.totals["cached replies" if cached else "requests"] += 1
-        self.totals["accepted"] += verdict.accepted
-        self.totals["rejected"] += len(verdict.rejected)
-        self.totals["unanswered"] += len(verdict.unanswered)
-        source = "cached reply" if cached else "1 request"
-        self.report(
-            f"llm: {where}: {tests} tests, {source}: {verdict.accepted} accepted, {len(verdict.rejected)} rejected, "
-            f"{len(verdict.unanswered)} without a proposal"
-        )
+        """Each rejection, then the batch's counts and the run's so far: the last line of a run is its total."""
         for rejection in verdict.rejected:
             what = rejection.node_id or "the reply"
             what += f" [{rejection.dtype}]" if rejection.dtype else ""
             self.report(f"llm: rejected: {what}: {rejection.why}; the rule decision stays")
+        counts = {
+            "accepted": verdict.accepted,
+            "rejected": len(verdict.rejected),
+            "unanswered": len(verdict.unanswered),
+        }
+        self.totals.update({"cached" if cached else "requests": 1, **counts})
+        t = self.totals
+        self.report(
+            f"llm: {where}: {tests} tests, {'cached reply' if cached else '1 request'}: {verdict.accepted} accepted, "
+            f"{len(verdict.rejected)} rejected, {len(verdict.unanswered)} without a proposal; run so far: "
+            f"{t['requests']} requests, {t['cached']} cached, {t['accepted']} accepted, {t['rejected']} rejected, "
+            f"{t['unanswered']} without a proposal"
+        )
