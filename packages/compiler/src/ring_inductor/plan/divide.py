@@ -109,14 +109,22 @@ def _grid(
     return MatmulDivision(name, "grid", m_parts, n_parts, tile, estimate, traffic)
 
 
+#: The largest K-chunk of the ring scheme: big enough to amortise issue and hop latency, small enough to pipeline.
+RING_MAX_K = 512
+
+
 def ring_tile(rows: int, cols: int, k: int, cost: CostModel, itemsize: int) -> MatmulTile | None:
-    """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk."""
+    """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk.
+
+    Besides the accumulator a core holds two pieces rotating, two of its own (this step's and the prefetched next),
+    two right-operand chunks and two output pieces being stored.
+    """
     stick_elems = cost.stick // itemsize
     piece = rows // cost.cores
-    for chunk in (c for c in range(min(256, k), 0, -stick_elems) if k % c == 0):
-        tile = MatmulTile(piece, cols, chunk, 3, itemsize)
-        acc = rows * cols * ACCUMULATOR_BYTES
-        if acc + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES <= cost.scratchpad:
+    for chunk in (c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0):
+        tile = MatmulTile(piece, cols, chunk, 4, itemsize)
+        footprint = rows * cols * ACCUMULATOR_BYTES + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES
+        if footprint + cost.stick_bytes(piece * cols * itemsize) <= cost.scratchpad:
             return tile
     return None
 
@@ -137,9 +145,9 @@ def _ring(name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: 
         traffic = (m * k + blocks * k * n + m * n) * itemsize
         steps = blocks * (k // tile.k)
         piece_bytes = tile.m * tile.k * itemsize
-        compute = steps * cores * cost.matmul(tile.m * tile.n * tile.k)
-        ring = steps * (cores - 1) * cost.ring(piece_bytes)
-        estimate = max(compute, ring, cost.memory(traffic, mixed=False))
+        # each of the 32 rounds of a step waits for its piece to arrive and for the previous piece's compute
+        rounds = steps * cores * max(cost.matmul(tile.m * tile.n * tile.k), cost.ring(piece_bytes))
+        estimate = max(rounds, cost.memory(traffic, mixed=False))
         return MatmulDivision(name, "ring", blocks, cores, tile, estimate, traffic)
     return None
 

@@ -31,7 +31,8 @@ def _sticks(nbytes: int, stick: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class MatmulTile:
-    """An m x n fp32 accumulator updated by (m x k) @ (k x n) chunks; `slots` A chunks in flight."""
+    """An m x n fp32 accumulator updated by (m x k) @ (k x n) chunks, `slots` left chunks and two right chunks in
+    flight, and an m x n output tile the accumulator is cast into."""
 
     m: int
     n: int
@@ -43,7 +44,7 @@ class MatmulTile:
         acc = _sticks(self.m * self.n * ACCUMULATOR_BYTES, stick)
         left = self.slots * _sticks(self.m * self.k * self.itemsize, stick)
         right = 2 * _sticks(self.k * self.n * self.itemsize, stick)
-        return acc + left + right
+        return acc + left + right + _sticks(self.m * self.n * self.itemsize, stick)
 
 
 def matmul_tile(

@@ -1,0 +1,184 @@
+"""Emission of one [M, K] x [K, N] matmul by its work division: the ring scheme or a grid of output blocks.
+
+Operands are stored blocked so that every DMA reads one contiguous chunk: the left operand as [core or row tile,
+K-chunk, rows, k], the right one as [column block, K-chunk, k, columns]. A left operand split by the mandatory pass
+is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per K-chunk), cast once to fp16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .divide import MatmulDivision, TensorSplit
+from .emit import Emitted, Tiles, compute, dma_in, dma_out, document, recv, send
+from .graph import Graph, Op
+from .tiling import TilingError
+
+
+def emit_matmul(
+    graph: Graph,
+    op: Op,
+    division: MatmulDivision,
+    split: TensorSplit | None,
+    cores: int = 32,
+    epilogue: Sequence[str] = (),
+) -> Emitted:
+    """The program for `op` as `division` says, with the left operand in `split.parts` buffers; a grid division
+    applies the unary `epilogue` fns to each output tile before it is stored (a fused consumer)."""
+    left, right, out = (graph.tensors[name] for name in (*op.inputs, op.output))
+    (m, k_total), n = left.shape, right.shape[1]
+    parts = split.parts if split is not None else 1
+    dtype = left.dtype
+    names = (left.name, right.name, out.name)
+    if division.scheme == "ring":
+        if epilogue:
+            raise TilingError("the ring scheme stores accumulators piecewise: fuse an epilogue into a grid division")
+        programs, a_pack, b_pack, c_read = _ring(m, n, k_total, division, parts, dtype, cores, *names)
+    else:
+        programs, a_pack, b_pack, c_read = _grid(m, n, k_total, division, parts, dtype, cores, *names, epilogue)
+    part_rows = m // parts
+    buffers: dict[str, Any] = {
+        f"{left.name}.{p}": {"dtype": dtype, "shape": [part_rows * k_total]} for p in range(parts)
+    }
+    buffers[right.name] = {"dtype": dtype, "shape": [k_total * n]}
+    buffers[out.name] = {"dtype": out.dtype, "shape": [m * n]}
+    emitted = Emitted(document(f"{op.name}_{division.scheme}", buffers, programs))
+    emitted.layouts[left.name] = [
+        (f"{left.name}.{p}", lambda t, p=p: a_pack(t[p * part_rows : (p + 1) * part_rows])) for p in range(parts)
+    ]
+    emitted.layouts[right.name] = [(right.name, b_pack)]
+    emitted.readers[out.name] = lambda buffers: c_read(buffers[out.name])
+    return emitted
+
+
+def _ring(
+    m: int, n: int, k_total: int, division: MatmulDivision, parts: int, dtype: str, cores: int, a: str, b: str, out: str
+):
+    tile = division.tile
+    blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
+    rows, chunks, per_part = m // blocks, k_total // tile.k, blocks // parts
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
+    programs = []
+    for core in range(cores):
+        tiles = Tiles()
+        acc = [tiles.add(f"acc{p}", "float32", [piece, cols]) for p in range(cores)]
+        rotating = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
+        own = [tiles.add(f"own{s}", dtype, [piece, k]) for s in range(2)]
+        rhs = []
+        for s in range(2):
+            rhs.append(tiles.add(f"b{s}", dtype, [k, cols]))
+            tiles.add(f"b{s}.0", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"])
+            tiles.add(f"b{s}.1", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"] + k // 2 * cols * itemsize)
+        outs = [tiles.add(f"o{s}", dtype, [piece, cols]) for s in range(2)]
+
+        def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
+            """The DMAs of step `index`: this core's own piece, then the two halves of its right-operand chunk."""
+            block, chunk = steps[index]
+            part, local = divmod(block, per_part)
+            right = ((core * chunks + chunk) * k * cols) * itemsize
+            half = k // 2 * cols * itemsize
+            return [
+                dma_in(
+                    f"{a}.{part}", ((core * per_part + local) * chunks + chunk) * piece * k * itemsize, own[index % 2]
+                ),
+                dma_in(b, right, f"b{index % 2}.0"),
+                dma_in(b, right + half, f"b{index % 2}.1"),
+            ]
+
+        code: list[dict[str, Any]] = loads(0)
+        # the next step's DMAs are spread over the rounds, so each finds its DMA engine free and never stalls issue
+        prefetch_rounds = {0: 0, 1: cores // 3, 2: 2 * cores // 3}
+        for index, (block, chunk) in enumerate(steps):
+            right, slot = rhs[index % 2], own[index % 2]
+            upcoming = loads(index + 1) if index + 1 < len(steps) else []
+            for step in range(cores):
+                owner = (core - step) % cores
+                if step < cores - 1:
+                    code.append(send((core + 1) % cores, slot))
+                if chunk == 0:
+                    code.append(compute("mm", [slot, right], acc[owner]))
+                else:
+                    code.append(compute("addmm", [acc[owner], slot, right], acc[owner]))
+                code += [upcoming[i] for i, at in prefetch_rounds.items() if at == step and i < len(upcoming)]
+                if step < cores - 1:
+                    slot = rotating[step % 2]
+                    code.append(recv((core - 1) % cores, slot))
+            if chunk == chunks - 1:
+                for p in range(cores):
+                    target = outs[p % 2]
+                    code.append(compute("cast", [acc[p]], target))
+                    code.append(dma_out(target, out, ((core * m) + block * rows + p * piece) * cols * itemsize))
+        programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
+
+    def pack_a(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4).contiguous()
+
+    def pack_b(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3).contiguous()
+
+    def read_c(buffer: torch.Tensor) -> torch.Tensor:
+        return buffer.view(cores, m, cols).permute(1, 0, 2).reshape(m, n)
+
+    return programs, pack_a, pack_b, read_c
+
+
+def _grid(
+    m: int,
+    n: int,
+    k_total: int,
+    division: MatmulDivision,
+    parts: int,
+    dtype: str,
+    cores: int,
+    a: str,
+    b: str,
+    out: str,
+    epilogue: Sequence[str],
+):
+    tile = division.tile
+    tm, tn, k = tile.m, tile.n, tile.k
+    block_rows, block_cols = m // division.m_parts, n // division.n_parts
+    chunks, row_tiles, col_tiles = k_total // k, m // tm, n // tn
+    per_part = row_tiles // parts
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    programs = []
+    for core in range(cores):
+        i, j = divmod(core, division.n_parts)
+        tiles = Tiles()
+        acc = tiles.add("acc", "float32", [tm, tn])
+        lhs = [tiles.add(f"a{s}", dtype, [tm, k]) for s in range(2)]
+        rhs = [tiles.add(f"b{s}", dtype, [k, tn]) for s in range(2)]
+        result = tiles.add("o", dtype, [tm, tn])
+        code: list[dict[str, Any]] = []
+        turn = 0
+        for rt in range(i * block_rows // tm, (i + 1) * block_rows // tm):
+            part, local = divmod(rt, per_part)
+            for ct in range(j * block_cols // tn, (j + 1) * block_cols // tn):
+                for chunk in range(chunks):
+                    left, right = lhs[turn % 2], rhs[turn % 2]
+                    turn += 1
+                    code.append(dma_in(f"{a}.{part}", (local * chunks + chunk) * tm * k * itemsize, left))
+                    code.append(dma_in(b, (ct * chunks + chunk) * k * tn * itemsize, right))
+                    if chunk == 0:
+                        code.append(compute("mm", [left, right], acc))
+                    else:
+                        code.append(compute("addmm", [acc, left, right], acc))
+                code.append(compute("cast", [acc], result))
+                code += [compute(fn, [result], result) for fn in epilogue]
+                code.append(dma_out(result, out, (rt * col_tiles + ct) * tm * tn * itemsize))
+        programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
+
+    def pack_a(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(per_part, tm, chunks, k).permute(0, 2, 1, 3).contiguous()
+
+    def pack_b(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(chunks, k, col_tiles, tn).permute(2, 0, 1, 3).contiguous()
+
+    def read_c(buffer: torch.Tensor) -> torch.Tensor:
+        return buffer.view(row_tiles, col_tiles, tm, tn).permute(0, 2, 1, 3).reshape(m, n)
+
+    return programs, pack_a, pack_b, read_c
