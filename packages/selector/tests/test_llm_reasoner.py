@@ -85,6 +85,9 @@ class Scripted(ThreadingHTTPServer):
         self.requests: list[dict] = []
         self.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that timed out has closed the socket the reply goes to
+
 
 class Handler(BaseHTTPRequestHandler):
     server: Scripted
@@ -101,6 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             }
         )
         status, headers, reply = self.server.script.pop(0) if len(self.server.script) > 1 else self.server.script[0]
+        time.sleep(float(headers.get("X-Delay", 0)))  # a slow endpoint, for the timeout
         if self.path != "/v1/chat/completions":
             status, headers, reply = 404, {}, b"{}"
         self.send_response(status)
@@ -354,6 +358,15 @@ def test_not_a_chat_completion_or_a_refused_key_is_an_error(
     assert "Authorization" not in server.requests[-1]["headers"]  # TOY_KEY is unset: a keyless request
 
 
+def test_a_slow_endpoint_times_out_into_one_error_line(
+    toy: dict[str, Path], server: Scripted, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server.script = [(200, {"X-Delay": "1"}, b"{}")]
+    assert select(toy, tmp_path / "out", *llm(server, "--llm-timeout", "0.3", "--llm-retries", "1")) == 2
+    assert capsys.readouterr().err == f"error: llm endpoint {server.url}/chat/completions: timed out after 2 attempts\n"
+    assert len(server.requests) == 2
+
+
 def test_the_cache_makes_a_rerun_send_nothing(
     toy: dict[str, Path], server: Scripted, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -362,9 +375,15 @@ def test_the_cache_makes_a_rerun_send_nothing(
     assert select(toy, tmp_path / "one", *llm(server, "--llm-batch", "2", "--llm-cache", str(cache))) == 0
     assert len(server.requests) == 3  # 5 tests, 2 a request
     assert "1 request" in capsys.readouterr().err
+    entry = sorted(cache.iterdir())[0]
+    entry.write_text("{damaged", encoding="utf-8")
+    assert select(toy, tmp_path / "one", *llm(server, "--llm-batch", "2", "--llm-cache", str(cache))) == 0
+    assert len(server.requests) == 4  # the damaged entry is asked again, and rewritten
+    assert json.loads(entry.read_text())["content"]
+    capsys.readouterr()
     server.shutdown()  # offline from here
     assert select(toy, tmp_path / "two", *llm(server, "--llm-batch", "2", "--llm-cache", str(cache))) == 0
-    assert len(server.requests) == 3
+    assert len(server.requests) == 4
     assert capsys.readouterr().err.splitlines()[-1] == (
         "llm: test_toy.py: 1 tests, cached reply: 0 accepted, 1 rejected, 1 without a proposal; run so far: "
         "0 requests, 3 cached, 1 accepted, 2 rejected, 4 without a proposal"  # test_grad is in the second batch

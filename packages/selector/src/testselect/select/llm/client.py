@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import http.client
 import json
 import os
 import time
@@ -75,24 +76,21 @@ def _post(endpoint: Endpoint, body: bytes) -> str:
         headers["Authorization"] = f"Bearer {endpoint.key}"
     attempt = 0
     while True:
-        last = attempt == endpoint.retries
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=endpoint.timeout) as response:
                 return _content(url, response.read())
         except urllib.error.HTTPError as exc:
-            status = f"HTTP {exc.code}"
-            if exc.code not in RETRIED or last:
-                hint = " (check the key's environment variable)" if exc.code in (401, 403) else ""
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise EndpointError(f"llm endpoint {url}: {status}{tries}{hint}") from None
+            failure, retried = f"HTTP {exc.code}", exc.code in RETRIED
+            if exc.code in (401, 403):
+                failure += " (check the key's environment variable)"
             wait = _retry_after(exc.headers.get("Retry-After"), attempt)
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if last:
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise EndpointError(f"llm endpoint {url}: {reason}{tries}") from None
+        except (urllib.error.URLError, http.client.HTTPException, TimeoutError, ConnectionError) as exc:
+            failure, retried = str(getattr(exc, "reason", exc) or type(exc).__name__), True
             wait = _retry_after(None, attempt)
+        if not retried or attempt == endpoint.retries:
+            tries = f" after {attempt + 1} attempts" if attempt else ""
+            raise EndpointError(f"llm endpoint {url}: {failure}{tries}")
         time.sleep(wait)
         attempt += 1
 
@@ -103,9 +101,11 @@ def complete(endpoint: Endpoint, messages: list[dict[str, str]], cache: Path) ->
     digest = hashlib.sha256(endpoint.url.rstrip("/").encode() + b"\n" + body).hexdigest()
     path = cache / f"{digest}.json"
     try:
-        return Completion(json.loads(path.read_text(encoding="utf-8"))["content"], cached=True)
+        cached = json.loads(path.read_text(encoding="utf-8"))["content"]
     except (OSError, ValueError, KeyError, TypeError):
-        pass  # not answered yet, or a damaged entry: ask again
+        cached = None  # not answered yet, or a damaged entry: ask again
+    if isinstance(cached, str):
+        return Completion(cached, cached=True)
     content = _post(endpoint, body)
     cache.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
