@@ -32,8 +32,8 @@ class Endpoint:
     url: str
     model: str
     key: str | None
-    timeout: float = 120.0
-    retries: int = 3
+    timeout: float  # seconds per attempt
+    retries: int  # attempts after the first, on 429, 5xx or no answer
 
 
 @dataclass(frozen=True)
