@@ -76,7 +76,8 @@ def cp_sat(buffers: Sequence[Buffer], capacity: int, time_limit: float = 10.0) -
         else:
             model.AddHint(flag, 0)
     model.AddNoOverlap2D(times, spaces)
-    spill = sum(b.traffic * (1 - placed[b.name]) for b in buffers if b.name in placed)
+    # a spill always costs something, so a tile that moves no bytes is still placed when it can be
+    spill = sum(max(b.traffic, 1) * (1 - placed[b.name]) for b in buffers if b.name in placed)
     model.Minimize((slots + 1) * spill + peak)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit

@@ -1,0 +1,36 @@
+"""Tiling: blocks fit the scratchpad and divide the work exactly."""
+
+from __future__ import annotations
+
+import pytest
+from ring_inductor.plan.tiling import TilingError, matmul_tile, row_block
+
+CAPACITY = 1_625_216
+
+
+def test_row_blocks_divide_the_rows_and_fit_twice():
+    block = row_block(512, 2048 + 4, CAPACITY, 128)
+    assert 512 % block == 0
+    assert 2 * block * (2048 + 4) <= CAPACITY
+    assert 2 * (2 * block) * (2048 + 4) > CAPACITY or block == 512
+
+
+def test_a_row_larger_than_the_scratchpad_is_refused():
+    with pytest.raises(TilingError, match="one row needs"):
+        row_block(4, CAPACITY, CAPACITY, 128)
+
+
+def test_matmul_tile_balances_the_accumulator_and_fits():
+    tile = matmul_tile(2048, 512, 32768, CAPACITY, 128)
+    assert tile.footprint(128) <= CAPACITY
+    assert 2048 % tile.m == 0
+    assert 512 % tile.n == 0
+    assert 32768 % tile.k == 0
+    assert tile.k % 64 == 0
+    # 512 x 512 would need 1.5 MiB for the accumulator and output tile alone
+    assert (tile.m, tile.n) == (256, 512)
+
+
+def test_no_tile_fits_a_tiny_scratchpad():
+    with pytest.raises(TilingError):
+        matmul_tile(128, 128, 128, 1024, 128)
