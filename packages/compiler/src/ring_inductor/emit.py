@@ -115,9 +115,16 @@ def plan_split(graph: KernelGraph, tiles: Tiles) -> Split:
     return Split(graph.rows, graph.cols, _ceil(graph.rows, per_core), per_core, chunk, g, used)
 
 
-def _compute(value: Value, tiles: Tiles, tag: str, size: int, split: set[str]) -> dict[str, Any]:
+def _attr(value: Any, row: int, size: int) -> Any:
+    """A JSON attr; a callable one is given the chunk's first row and row count (a row index's arange)."""
+    if callable(value):
+        return value(row, size)
+    return dtype_name(value) if isinstance(value, torch.dtype) else value
+
+
+def _compute(value: Value, tiles: Tiles, tag: str, row: int, size: int, split: set[str]) -> dict[str, Any]:
     out = tiles.of(value)
-    attrs = {k: dtype_name(v) if isinstance(v, torch.dtype) else v for k, v in value.attrs.items()}
+    attrs = {k: _attr(v, row, size) for k, v in value.attrs.items()}
     if value.fn in _INT_DIM:
         attrs["dim"] = -1
     if value.sized:
@@ -169,7 +176,7 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
         instructions: list[dict[str, Any]] = [
             {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in loads if op.name not in split
         ]
-        instructions += [_compute(v, tiles, "", 1, split) for v in hoisted]
+        instructions += [_compute(v, tiles, "", 0, 1, split) for v in hoisted]
         for row in starts:
             size = min(plan.chunk, end - row)
             tag = suffix[size]
@@ -178,7 +185,7 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
                 for op in loads
                 if op.name in split
             ]
-            instructions += [_compute(v, tiles, tag, size, split) for v in per_chunk]
+            instructions += [_compute(v, tiles, tag, row, size, split) for v in per_chunk]
             instructions += [
                 {
                     "op": "dma_out",

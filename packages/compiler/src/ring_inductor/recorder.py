@@ -104,9 +104,29 @@ class Recorder:
         return step
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> Value:
-        if isinstance(expr, (int, sympy.Integer)):
-            return self.constant(int(expr), dtype)
-        raise UnsupportedError(f"index arithmetic ({expr}) inside a kernel")
+        """An affine index as values: each loop variable is recovered from the kernel's row or column index."""
+        access = classify(sympy.sympify(expr), self.loop)
+        live = [var for var in self.loop if var.size > 1]
+        order = [v for v in live if not v.is_col] + [v for v in live if v.is_col]
+        value = self.constant(access.offset, torch.int64)
+        for var, stride in zip(order, access.strides, strict=True):
+            if stride:
+                term = self._step("mul", [self._loop_index(var, order), self.constant(stride, torch.int64)])
+                value = self._step("add", [value, term])
+        return self.to_dtype(value, dtype)
+
+    def _loop_index(self, var: LoopVar, order: list[LoopVar]) -> Value:
+        """`var`'s value at each element: (row or column index // inner sizes) % its size."""
+        same = [v for v in order if v.is_col == var.is_col]
+        inner = math.prod(v.size for v in same[same.index(var) + 1 :])
+        extent = self.graph.cols if var.is_col else self.graph.rows
+        index = Value("col" if var.is_col else "row", torch.int64, "arange", (), _iota(var.is_col, extent))
+        self.graph.steps.append(index)
+        if inner > 1:
+            index = self._step("div", [index, self.constant(inner, torch.int64)], rounding_mode="floor")
+        if var.size * inner < extent:
+            index = self._step("remainder", [index, self.constant(var.size, torch.int64)])
+        return index
 
     def to_dtype(self, x: Value, dtype: torch.dtype, src_dtype: Any = None, use_compute_types: bool = True) -> Value:
         if x.dtype == dtype:
@@ -163,6 +183,13 @@ def _stored_in(graph: KernelGraph, buffer: str, kind: str, offset: int) -> Value
         if (operand.buffer, operand.access.kind, operand.access.offset) == (buffer, kind, offset):
             return value
     return None
+
+
+def _iota(is_col: bool, cols: int) -> dict[str, Any]:
+    """arange attrs of a column index (0..cols) or of a chunk's row indices (evaluated per chunk at emission)."""
+    if is_col:
+        return {"start": 0, "end": cols}
+    return {"start": lambda row, size: row, "end": lambda row, size: row + size}
 
 
 def _sizes(sizes: list[Any]) -> list[int]:

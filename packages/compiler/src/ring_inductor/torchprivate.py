@@ -54,6 +54,27 @@ CpuInterface = _resolve(*SYMBOLS[11])
 register_interface_for_device = _resolve(*SYMBOLS[12])
 
 
+def register_composite_kernel(op: Any, kernel: Any) -> None:
+    """Routes a CompositeImplicitAutograd op to `kernel` while tracing (the python dispatcher is on then).
+
+    Such ops decompose before the decomposition table is consulted, so this is where their ring form goes.
+    """
+    try:
+        op.py_impl(torch._C.DispatchKey.CompositeImplicitAutograd)(kernel)
+    except AttributeError as missing:
+        raise ImportError(
+            f"ring_inductor needs OpOverload.py_impl, which this torch ({torch.__version__}) lacks"
+        ) from missing
+
+
+def no_compile_caches() -> Any:
+    """A context (and decorator) compiling without Inductor's and AOTAutograd's on-disk caches.
+
+    Their keys do not cover ring_inductor's own code, so a cached graph can predate a codegen change.
+    """
+    return torch._inductor.config.patch(force_disable_caches=True)
+
+
 def node_loop_body(node: Any) -> tuple[Any, tuple[list[Any], list[Any]]]:
     """A scheduler node's loop body and its (pointwise, reduction) iteration sizes."""
     try:
