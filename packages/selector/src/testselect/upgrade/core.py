@@ -118,8 +118,12 @@ def _entries(data: dict, key: str, fields: dict[str, type], where: str) -> dict[
     for name, entry in entries.items():
         for field_name, kind in fields.items():
             value = entry.get(field_name) if isinstance(entry, dict) else None
+            bad = f"{where}: the dump's field {key}.{name}.{field_name}: expected"
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise UpgradeError(f"{where}: the dump's field {key}.{name}.{field_name}: expected {kind.__name__}")
+                raise UpgradeError(f"{bad} {kind.__name__}")
+            item = dict if field_name == "decorations" else str
+            if kind is list and not all(isinstance(v, item) for v in value):
+                raise UpgradeError(f"{bad} a list of {item.__name__}")
     return entries
 
 
