@@ -61,27 +61,32 @@ def _affine(index: sympy.Expr, loop: list[LoopVar]) -> tuple[list[int], int]:
     return coeffs, int(offset)
 
 
-def classify(index: sympy.Expr, loop: list[LoopVar]) -> Access:
-    """The access `index` makes over `loop` (variables of size 1 ignored)."""
+def classify(index: sympy.Expr, loop: list[LoopVar], rows: int, cols: int) -> Access:
+    """The access `index` makes over `loop` in a [rows, cols] kernel (variables of size 1 ignored).
+
+    Where the kernel has one row or one column, kinds that coincide there are merged (a scalar of a one-row kernel is
+    its row; a row of a one-column kernel is full), so each value has one tile shape.
+    """
     live = [var for var in loop if var.size > 1]
     coeffs, offset = _affine(index, live)
-    rows = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if not v.is_col]
-    cols = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if v.is_col]
-    row_sizes, row_strides = [s for s, _ in rows], [c for _, c in rows]
-    col_sizes, col_strides = [s for s, _ in cols], [c for _, c in cols]
-    ncols = math.prod(col_sizes)
+    row_vars = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if not v.is_col]
+    col_vars = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if v.is_col]
+    row_sizes, row_strides = [s for s, _ in row_vars], [c for _, c in row_vars]
+    col_sizes, col_strides = [s for s, _ in col_vars], [c for _, c in col_vars]
     cols_zero, rows_zero = not any(col_strides), not any(row_strides)
-    cols_contig = col_strides == _contiguous(col_sizes, 1)
+    cols_whole = col_strides == _contiguous(col_sizes, 1) and math.prod(col_sizes) == cols
     if cols_zero and rows_zero:
-        kind = "scalar"
-    elif cols_contig and row_strides == _contiguous(row_sizes, ncols):
-        kind = "full"
+        kind = "scalar" if rows > 1 else "row"
     elif cols_zero and row_strides == _contiguous(row_sizes, 1):
         kind = "row"
-    elif rows_zero and cols_contig:
-        kind = "col"
+    elif cols_whole and row_strides == _contiguous(row_sizes, cols):
+        kind = "full"
+    elif rows_zero and cols_whole:
+        kind = "col" if rows > 1 else "full"
     else:
         kind = "gather"
+    if kind == "row" and cols == 1:
+        kind = "full"
     return Access(kind, tuple(row_sizes + col_sizes), tuple(row_strides + col_strides), offset)
 
 

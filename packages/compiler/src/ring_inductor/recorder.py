@@ -71,7 +71,7 @@ class Recorder:
 
     # -- memory ---------------------------------------------------------------------------------------------------
     def load(self, name: str, index: sympy.Expr) -> Value:
-        access = classify(index, self.loop)
+        access = classify(index, self.loop, self.graph.rows, self.graph.cols)
         kind = "full" if access.kind == "gather" else access.kind
         earlier = _stored_in(self.graph, name, access.kind, access.offset)
         if earlier is not None:  # written by this kernel: read the tile, device memory is not yet visible
@@ -84,7 +84,7 @@ class Recorder:
     def store(self, name: str, index: sympy.Expr, value: Value, mode: Any = None) -> None:
         if mode is not None:
             raise UnsupportedError(f"store mode {mode!r} into {name}")
-        operand = self._operand(name, classify(index, self.loop), is_output=True)
+        operand = self._operand(name, classify(index, self.loop, self.graph.rows, self.graph.cols), is_output=True)
         want = "row" if operand.access.kind == "row" else "full"
         if value.kind != want and not (want == "full" and self.graph.cols == 1 and value.kind == "row"):
             raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
@@ -105,7 +105,7 @@ class Recorder:
 
     def index_expr(self, expr: sympy.Expr, dtype: torch.dtype) -> Value:
         """An affine index as values: each loop variable is recovered from the kernel's row or column index."""
-        access = classify(sympy.sympify(expr), self.loop)
+        access = classify(sympy.sympify(expr), self.loop, self.graph.rows, self.graph.cols)
         live = [var for var in self.loop if var.size > 1]
         order = [v for v in live if not v.is_col] + [v for v in live if v.is_col]
         value = self.constant(access.offset, torch.int64)
@@ -219,9 +219,11 @@ def record_kernel(nodes: list[Any]) -> KernelGraph:
         psizes, rsizes = _sizes(psizes), _sizes(rsizes)
         if rsizes and (math.prod(psizes), math.prod(rsizes)) != (rows, cols):
             raise UnsupportedError("reductions of different shapes in one kernel")
-        pointwise = split_loop(psizes, 1 if rsizes else cols)
+        epilogue = not rsizes and math.prod(psizes) == rows  # a pointwise node over the reduced rows
+        pointwise = split_loop(psizes, 1 if rsizes or epilogue else cols)
         reduced = split_loop(rsizes, 1, is_col=True)
-        if pointwise is None or reduced is None or math.prod(psizes) * math.prod(rsizes) != rows * cols:
+        covered = math.prod(psizes) * math.prod(rsizes) in (rows * cols, rows if epilogue else -1)
+        if pointwise is None or reduced is None or not covered:
             raise UnsupportedError(f"loop sizes {psizes}, {rsizes} do not tile a [{rows}, {cols}] kernel")
         recorder = Recorder(graph, pointwise[1] + reduced[1], V.graph.get_dtype)
         with V.set_ops_handler(recorder):
