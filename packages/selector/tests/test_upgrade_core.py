@@ -22,7 +22,7 @@ from testselect.upgrade.core import CoreDump, UpgradeError, compare, parse_dump,
 from testselect.upgrade.run import core_upgrade
 
 REPO = Path(__file__).resolve().parents[3]
-SUBSET = ["add", "abs", "cholesky", "qr"]
+SUBSET = ["add", "abs", "cholesky", "qr", "meshgrid"]  # meshgrid: its samples iterate a set of strings
 OPSY = """
 import torch
 from torch.testing._internal.common_device_type import OpDTypes, instantiate_device_type_tests, ops
@@ -63,8 +63,10 @@ def real_dump() -> CoreDump:
 
 def test_real_dump_of_a_subset(real_dump: CoreDump) -> None:
     assert re.match(r"2\.\d+\.\d+", real_dump.torch)
-    assert sorted(real_dump.ops) == ["abs", "add", "cholesky", "qr"]
-    assert real_dump.lists["op_db"] == ["abs", "add", "cholesky", "qr"]
+    meshgrid = ["meshgrid_list_of_tensors", "meshgrid_variadic_tensors"]
+    assert sorted(real_dump.ops) == ["abs", "add", "cholesky", *meshgrid, "qr"]
+    assert real_dump.lists["op_db"] == ["abs", "add", "cholesky", *meshgrid, "qr"]
+    assert real_dump.ops["meshgrid_variadic_tensors"]["variant_test_name"] == "variadic_tensors"
     assert "add" in real_dump.lists["binary_ufuncs"]
     assert "abs" in real_dump.lists["unary_ufuncs"]
     add = real_dump.ops["add"]
@@ -75,6 +77,13 @@ def test_real_dump_of_a_subset(real_dump: CoreDump) -> None:
     assert real_dump.ops["cholesky"]["dtypes_cpu"] == ["complex128", "complex64", "float32", "float64"]
     assert real_dump.modules["nn_Linear"]["module_cls"] == "torch.nn.modules.linear.Linear"
     assert real_dump.seconds > 0
+
+
+def test_a_second_dump_is_identical(real_dump: CoreDump) -> None:
+    """Sample hashes are reproducible: the same torch dumped again compares equal, meshgrid's set order included."""
+    again = run_dump(Path(sys.executable), ["meshgrid"], max_samples=4)
+    assert {name: again.ops[name] for name in again.ops} == {name: real_dump.ops[name] for name in again.ops}
+    assert compare(real_dump.modules, again.modules).changed == {}
 
 
 def _edited(dump: CoreDump) -> CoreDump:
@@ -120,7 +129,8 @@ def test_core_delta_mapped_onto_ops_tests(real_dump: CoreDump, opsy: dict[str, P
     report, _ = core_upgrade(opsy["root"], store, real_dump, _edited(real_dump), reasoner)
     store.close()
     found = report["cases"]
-    assert (found["added"], found["removed"], found["changed"], found["total"]) == (2, 4, 3, 10)
+    # total 16: test_all 5 (add, abs x2, qr, polar) + meshgrid's 2 variants x 2 dtypes, test_add_only 1, test_one 6
+    assert (found["added"], found["removed"], found["changed"], found["total"]) == (2, 4, 3, 16)
     assert found["per_test"] == {
         "test_opsy.py::TestOpsy::test_all": {
             "added": ["linalg_polar float32"],

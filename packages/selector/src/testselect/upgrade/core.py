@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -79,7 +80,8 @@ def run_dump(python: Path, ops: list[str] | None = None, max_samples: int = 8, t
         command.append("--ops=" + ",".join(ops))
     started = time.monotonic()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        env = os.environ | {"PYTHONHASHSEED": "0"}  # sample functions iterate sets of strings: fix their order
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False, env=env)
     except OSError as exc:
         raise UpgradeError(f"{python}: cannot run it as a Python interpreter ({exc.strerror or exc})") from None
     except subprocess.TimeoutExpired:

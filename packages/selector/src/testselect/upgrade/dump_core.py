@@ -58,7 +58,8 @@ def _shape(value: object, torch: object) -> object:
 
 
 def _samples(op: object, torch: object, cap: int) -> dict[str, object]:
-    """The hash of the first `cap` sample inputs' shapes on CPU (seed 0, float32 or the op's first dtype)."""
+    """The hash of the first `cap` sample inputs' shapes on CPU (seed 0, float32 or the op's first dtype), in any
+    order: run with PYTHONHASHSEED fixed, since some sample functions iterate a set of strings."""
     supported = _dtype_names(op.supported_dtypes("cpu"))
     if not supported:
         return {"sample_dtype": None, "samples": 0, "samples_hash": None}
@@ -73,7 +74,8 @@ def _samples(op: object, torch: object, cap: int) -> dict[str, object]:
     except Exception as exc:  # an upstream sample function that raises is a fact about this version
         first = str(exc).splitlines()[0] if str(exc) else ""
         return {"sample_dtype": dtype_name, "samples_error": f"{type(exc).__name__}: {first}"[:200]}
-    digest = hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:16]
+    ordered = sorted(json.dumps(shape, sort_keys=True) for shape in shapes)  # the same samples in another order
+    digest = hashlib.sha256(json.dumps(ordered).encode()).hexdigest()[:16]
     return {"sample_dtype": dtype_name, "samples": len(shapes), "samples_hash": digest}
 
 
