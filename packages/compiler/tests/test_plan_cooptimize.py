@@ -9,7 +9,7 @@ from ring_inductor.plan.cooptimize import Split
 
 def _edge(spill: float = 1000.0, ring: float | None = 10.0, fits: bool = True):
     return cooptimize.hand_over(
-        resident_fits=lambda a, b: fits,
+        resident=lambda a, b: 0.0 if fits else None,
         spill=lambda a, b: spill,
         relayout=lambda a, b: ring if abs(int(a.key) - int(b.key)) == 1 else None,
     )
@@ -56,3 +56,39 @@ def test_exhaustive_search_honours_its_time_bound():
     result = cooptimize.exhaustive(options, [_edge()] * 8, seconds=0.2)
     assert not result.complete
     assert 0 < result.examined < 12**9
+
+
+def test_a_matmul_with_an_elementwise_consumer_is_fused_when_coordinated():
+    from ring_inductor.plan import divide
+    from ring_inductor.plan.coplans import FLAT, epilogue_options
+    from ring_inductor.plan.graph import Graph
+
+    graph = Graph()
+    graph.tensor("x", (256, 512))
+    graph.tensor("w", (512, 2048))
+    graph.matmul("up", "x", "w", "u")
+    graph.pointwise("gelu", "gelu", ["u"], "g")
+    options, grids = epilogue_options(graph, divide.divide(graph).considered["up"])
+    alone = cooptimize.independent(options.splits, options.edges)
+    together = cooptimize.beam(options.splits, options.edges)
+    assert alone.splits[1].key == FLAT
+    assert alone.edges[0].transition == "spill"
+    assert together.edges[0].transition == "resident"
+    assert together.splits[1].key == together.splits[0].key in grids
+    assert together.cycles < alone.cycles
+
+
+def test_stick_blocked_reduction_hands_over_by_ring_not_memory():
+    from ring_inductor.plan.coplans import blocked_reduction_options
+    from ring_inductor.plan.graph import Graph
+
+    graph = Graph()
+    graph.tensor("x", (1536, 256))
+    graph.pointwise("exp", "exp", ["x"], "t")
+    graph.reduction("sum", "sum", "t", 1, "s")
+    options = blocked_reduction_options(graph, 48, 64)
+    assert [s.label for s in options.splits[1]] == ["rows 64"]  # 48 fp16 results are not whole sticks
+    chosen = cooptimize.beam(options.splits, options.edges)
+    assert chosen.edges[0].transition == "relayout"
+    aligned = blocked_reduction_options(graph, 64, 64)
+    assert cooptimize.beam(aligned.splits, aligned.edges).edges[0].transition == "resident"

@@ -74,3 +74,26 @@ def test_unknown_solver_and_duplicate_names_are_refused():
         allocate([], 128, "annealing")
     with pytest.raises(ValueError, match="distinct names"):
         allocate([Buffer("a", 1, 0, 1), Buffer("a", 1, 0, 1)], 128)
+
+
+def test_core_buffers_of_a_divided_graph_hold_row_shares_and_matmul_tiles():
+    from ring_inductor.plan import divide
+    from ring_inductor.plan.graph import Graph
+    from ring_inductor.plan.scratchpad import core_buffers
+
+    graph = Graph()
+    graph.tensor("x", (1024, 256))
+    graph.tensor("w", (256, 512))
+    graph.matmul("mm", "x", "w", "h")
+    graph.pointwise("gelu", "gelu", ["h"], "y")
+    graph.outputs = ["y"]
+    buffers = {b.name: b for b in core_buffers(graph, divide.divide(graph), 32)}
+    assert "w" not in buffers  # weights stream through the matmul's chunks
+    assert buffers["x"].size == 1024 * 256 * 2 // 32
+    assert buffers["h"].start == 1
+    assert buffers["h"].end == 3  # live through its reader's step
+    assert buffers["mm.acc"].start == 1
+    assert buffers["mm.acc"].end == 2
+    assert buffers["y"].end == len(graph.ops) + 2
+    placement = allocate(list(buffers.values()), 1_625_216, "best-fit")
+    assert placement.resident_load <= placement.peak

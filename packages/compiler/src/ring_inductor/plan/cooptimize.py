@@ -95,16 +95,19 @@ def exhaustive(options: Sequence[Sequence[Split]], edge: Sequence[EdgeCost], sec
 
 
 def hand_over(
-    resident_fits: Callable[[Split, Split], bool],
+    resident: Callable[[Split, Split], float | None],
     spill: Callable[[Split, Split], float],
     relayout: Callable[[Split, Split], float | None],
 ) -> EdgeCost:
-    """The edge cost rule: resident when the consumer adopts the producer's split and it fits, else the cheaper of
-    a ring relayout (when the two splits allow one) and a spill through device memory."""
+    """The edge cost rule: resident when the consumer adopts the producer's split and `resident` prices it (None:
+    the fused working set does not fit; a negative price refunds work the fusion saves), else the cheaper of a ring
+    relayout (when the two splits allow one) and a spill through device memory."""
 
     def cost(producer: Split, consumer: Split) -> Edge:
-        if producer.key == consumer.key and resident_fits(producer, consumer):
-            return Edge(0.0, "resident")
+        if producer.key == consumer.key:
+            kept = resident(producer, consumer)
+            if kept is not None:
+                return Edge(kept, "resident")
         ring = relayout(producer, consumer)
         through_memory = spill(producer, consumer)
         if ring is not None and ring < through_memory:

@@ -122,6 +122,13 @@ class Graph:
             raise GraphError(f"op {name!r}: cannot multiply {list(a)} by {list(b)}")
         return self._add(Op(name, OpKind.MATMUL, "mm", (left, right), output), (a[0], b[1]), self.tensors[left].dtype)
 
+    def transpose(self, name: str, source: str, output: str) -> Tensor:
+        """A 2-D relayout: the device moves sticks between cores to swap the dims (a matmul operand's K^T)."""
+        shape = self._shape(name, source)
+        if len(shape) != 2:
+            raise GraphError(f"op {name!r}: transpose takes a 2-D tensor, not {list(shape)}")
+        return self._add(Op(name, OpKind.RELAYOUT, "t", (source,), output), shape[::-1], self.tensors[source].dtype)
+
     def _shape(self, op: str, tensor: str) -> tuple[int, ...]:
         if tensor not in self.tensors:
             raise GraphError(f"op {op!r}: input {tensor!r} is not a declared tensor")

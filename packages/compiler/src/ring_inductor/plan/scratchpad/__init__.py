@@ -5,6 +5,7 @@ placement reports LOAD, the most bytes live at once (no placement can peak lower
 """
 
 from .buffers import Buffer, Placement, load
+from .lifetimes import core_buffers
 from .solvers import SOLVERS, allocate
 
-__all__ = ["SOLVERS", "Buffer", "Placement", "allocate", "load"]
+__all__ = ["SOLVERS", "Buffer", "Placement", "allocate", "core_buffers", "load"]

@@ -38,6 +38,8 @@ class Placement:
     spill_bytes: int
     capacity: int
     seconds: float
+    #: LOAD of the tiles it kept: the floor for its peak (the rest is fragmentation)
+    resident_load: int = 0
     #: CP-SAT proved optimality (None for the heuristics)
     optimal: bool | None = None
 
@@ -72,5 +74,6 @@ def finish(
         spill_bytes=sum(b.traffic for b in buffers if b.name in spilled),
         capacity=capacity,
         seconds=seconds,
+        resident_load=load(placed),
         optimal=optimal,
     )
