@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import pytest
-import ring_inductor  # noqa: F401 - registers the backend
-import ringsim
 import torch
+from ring_inductor.checking import compiled_kernels as own_kernels
+from ring_inductor.checking import compiled_run
+from ring_inductor.checking import float64_reference as reference
 from ring_inductor.tolerance import device_bound, excess
-from ring_inductor.torchprivate import no_compile_caches
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-
-
-def compiled_run(fn, *inputs: torch.Tensor) -> tuple[torch.Tensor, dict[str, int]]:
-    """Compile `fn` for ring, run it on `inputs` moved to ring; the output and the ring kernels launched by name."""
-    torch.compiler.reset()  # each test's lambda shares code objects with its parametrized siblings
-    with no_compile_caches():
-        compiled = torch.compile(fn, dynamic=False)
-        ringsim.reset_stats()
-        out = compiled(*(x.to("ring") for x in inputs))
-    kernels = {name: entry["kernels"] for name, entry in ringsim.stats()["by_kernel"].items()}
-    return out, kernels
-
-
-def reference(fn, *inputs: torch.Tensor) -> torch.Tensor:
-    return fn(*(x.double() for x in inputs))
-
-
-def own_kernels(kernels: dict[str, int]) -> dict[str, int]:
-    return {name: n for name, n in kernels.items() if name.startswith("ring_")}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -56,3 +56,8 @@ class KernelGraph:
     steps: list[Value] = field(default_factory=list)
     stores: list[tuple[Operand, Value]] = field(default_factory=list)
     origins: list[str] = field(default_factory=list)
+
+    def drop_stores(self, buffers: set[str]) -> None:
+        """Stop writing `buffers` to device memory (values only this kernel reads)."""
+        self.stores = [(op, value) for op, value in self.stores if op.buffer not in buffers]
+        self.operands = [op for op in self.operands if not (op.is_output and op.buffer in buffers)]

@@ -53,6 +53,8 @@ class Recorder:
         self.buffer_dtype = buffer_dtype
 
     def _step(self, fn: str, inputs: list[Value], dtype: torch.dtype | None = None, **attrs: Any) -> Value:
+        if fn != "cast" and torch.float64 in {v.dtype for v in inputs}:
+            raise UnsupportedError(f"{fn} in float64 (the device only holds float64; it computes in 16/32-bit floats)")
         kind = broadcast_kind([v.kind for v in inputs])
         value = Value(kind, dtype or _compute_dtype(inputs), fn, tuple(inputs), attrs)
         self.graph.steps.append(value)

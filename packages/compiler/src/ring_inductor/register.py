@@ -6,7 +6,7 @@ import functools
 
 import ringsim  # noqa: F401 - makes the `ring` device exist
 
-from ring_inductor import decompositions
+from ring_inductor import decompositions, fallbacks
 from ring_inductor.scheduling import RingScheduling
 from ring_inductor.torchprivate import (
     register_backend_for_device,
@@ -25,3 +25,4 @@ def register() -> None:
     register_device_op_overrides(DEVICE, RingDeviceOpOverrides())
     register_interface_for_device(DEVICE, RingInterface)
     decompositions.install()
+    fallbacks.install()

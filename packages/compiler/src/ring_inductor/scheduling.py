@@ -10,7 +10,7 @@ from ring_inductor import dump
 from ring_inductor.emit import Tiles, build_program, plan_split
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.recorder import record_kernel
-from ring_inductor.torchprivate import BackendFeature, BaseScheduling, OrderedSet, V, sympy_product
+from ring_inductor.torchprivate import BackendFeature, BaseScheduling, OrderedSet, V, drop_fused_buffers, sympy_product
 
 #: Element kinds of the program's buffers, as the runtime binds them (see kernel.Binding).
 _ELEMENTS = {"full": lambda r, c: r * c, "row": lambda r, c: r, "col": lambda r, c: c, "scalar": lambda r, c: 1}
@@ -55,6 +55,7 @@ class RingScheduling(BaseScheduling):
         nodes = list(node.get_nodes())
         try:
             graph = record_kernel(nodes)
+            graph.drop_stores(drop_fused_buffers([op.buffer for op, _ in graph.stores], nodes))
             wrapper = V.graph.wrapper_code
             name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
             program, decisions = build_program(name, graph)

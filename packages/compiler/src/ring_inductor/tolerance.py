@@ -43,4 +43,4 @@ def excess(actual: torch.Tensor, reference: torch.Tensor, bound: Bound) -> float
     """How far the worst element exceeds the bound (<= 0 when every element is within it)."""
     got = actual.detach().cpu().double()
     allowed = bound.atol + bound.rtol * reference.abs()
-    return float((( got - reference).abs() - allowed).max())
+    return float(((got - reference).abs() - allowed).max())

@@ -36,6 +36,8 @@ SYMBOLS: tuple[tuple[str, str], ...] = (
     ("torch.utils._ordered_set", "OrderedSet"),
     ("torch._dynamo.device_interface", "CpuInterface"),
     ("torch._dynamo.device_interface", "register_interface_for_device"),
+    ("torch._inductor.lowering", "lowerings"),
+    ("torch._inductor.lowering", "fallback_handler"),
 )
 
 register_backend_for_device = _resolve(*SYMBOLS[0])
@@ -52,6 +54,14 @@ sympy_product = _resolve(*SYMBOLS[9])
 OrderedSet = _resolve(*SYMBOLS[10])
 CpuInterface = _resolve(*SYMBOLS[11])
 register_interface_for_device = _resolve(*SYMBOLS[12])
+#: Inductor's lowering table (aten overload -> lowering), consulted at every compile.
+inductor_lowerings: dict[Any, Any] = _resolve(*SYMBOLS[13])
+_fallback_handler = _resolve(*SYMBOLS[14])
+
+
+def eager_fallback_lowering(op: Any) -> Any:
+    """A lowering that calls `op`'s eager kernel as an extern call (without making it a fallback everywhere)."""
+    return _fallback_handler(op, add_to_fallback_set=False)
 
 
 def register_composite_kernel(op: Any, kernel: Any) -> None:
@@ -73,6 +83,19 @@ def no_compile_caches() -> Any:
     Their keys do not cover ring_inductor's own code, so a cached graph can predate a codegen change.
     """
     return torch._inductor.config.patch(force_disable_caches=True)
+
+
+def drop_fused_buffers(stored: list[str], nodes: list[Any]) -> set[str]:
+    """Of the buffers a fused group stores, those only the group reads: marked removed (never allocated) and returned.
+
+    Their values stay in scratchpad tiles, so the kernel need not write them to device memory.
+    """
+    graph, scheduler = V.graph, V.graph.scheduler
+    names = OrderedSet(n.get_name() for n in nodes)
+    outputs = set(graph.get_output_names())
+    dropped = {b for b in stored if b not in outputs and scheduler.can_buffer_be_removed_through_fusion(b, names)}
+    graph.removed_buffers |= dropped
+    return dropped
 
 
 def node_loop_body(node: Any) -> tuple[Any, tuple[list[Any], list[Any]]]:

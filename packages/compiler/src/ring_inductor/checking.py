@@ -1,0 +1,31 @@
+"""Compile a function for ring, run it, and see which kernels the simulator ran: what correctness checks need."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ringsim
+import torch
+
+from ring_inductor.torchprivate import no_compile_caches
+
+
+def compiled_run(fn: Callable[..., Any], *inputs: torch.Tensor) -> tuple[Any, dict[str, int]]:
+    """`fn` compiled (static shapes, no on-disk caches) and run on `inputs` moved to ring; its kernels by name."""
+    torch.compiler.reset()  # a fresh compile even when `fn` shares a code object with an earlier one
+    with no_compile_caches():
+        compiled = torch.compile(fn, dynamic=False)
+        ringsim.reset_stats()
+        out = compiled(*(x.to("ring") for x in inputs))
+    return out, {name: entry["kernels"] for name, entry in ringsim.stats()["by_kernel"].items()}
+
+
+def compiled_kernels(kernels: dict[str, int]) -> dict[str, int]:
+    """The kernels ring_inductor generated (eager fallbacks and copies carry the aten op's name)."""
+    return {name: n for name, n in kernels.items() if name.startswith("ring_")}
+
+
+def float64_reference(fn: Callable[..., Any], *inputs: torch.Tensor) -> Any:
+    """`fn` on CPU in float64 over the same (already rounded) inputs."""
+    return fn(*(x.double() for x in inputs))
