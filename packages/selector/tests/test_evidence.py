@@ -87,6 +87,7 @@ def test_crash_kept_per_case_and_resume(tiny: Path, tmp_path: Path, capsys: pyte
         "node_id": "test_tiny.py::TestTiny::test_zcrash",
         "ops": [],
         "outcome": "crashed",
+        "recorder": "eager",
     }
     again = _evidence(tiny, store)  # everything recorded: nothing reruns
     assert (again["observed"], again["already_recorded"]) == ({}, 4)
@@ -160,3 +161,43 @@ def test_ops_unknown_case(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["index", "--torch-root", str(tiny), "--store", str(store)]) == 0
     assert main(["ops", "--test", "test_tiny.py::TestTiny::test_add", "--store", str(store)]) == 2
     assert capsys.readouterr().err.startswith("error: --test test_tiny.py::TestTiny::test_add: no recorded case")
+
+
+COMPILED = """
+import torch
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class TestCompiled(TestCase):
+    def test_gelu_compiled(self):
+        f = torch.compile(lambda x: torch.nn.functional.gelu(x) + 1)
+        x = torch.randn(4, 8)
+        self.assertEqual(f(x), torch.nn.functional.gelu(x) + 1)
+
+    def test_gelu_eager(self):
+        torch.nn.functional.gelu(torch.randn(4, 8))
+
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+
+def test_compiled_test_records_its_graph_ops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A test that compiles records the decomposed ops of Inductor's graph (gelu's erf, not aten::gelu); one that
+    does not keeps the eager recorder."""
+    root = tmp_path / "comp"
+    (root / "test").mkdir(parents=True)
+    (root / "test" / "test_comp.py").write_text(COMPILED, encoding="utf-8")
+    store = tmp_path / "s.sqlite"
+    report = _evidence(root, store, "--timeout", "0")
+    assert report["observed"] == {"passed": 2}
+    assert main(["ops", "--test", "test_comp.py::TestCompiled::test_gelu_compiled", "--store", str(store)]) == 0
+    assert "(compiled graphs)" in capsys.readouterr().out
+    compiled = _ops(store, "test_comp.py::TestCompiled::test_gelu_compiled", capsys)
+    assert "aten::erf" in compiled
+    assert "aten::gelu" not in compiled
+    assert compiled["aten::erf"]["dtypes"] == ["float32"]
+    eager = _ops(store, "test_comp.py::TestCompiled::test_gelu_eager", capsys)
+    assert "aten::gelu" in eager
+    assert "aten::erf" not in eager

@@ -138,7 +138,8 @@ def _ops(args: argparse.Namespace) -> int:
         print(json.dumps(cases, indent=2, sort_keys=True))
     else:
         for case in cases:
-            print(f"{case['node_id']}  {case['outcome']}  {case['duration']:.3f} s")
+            graphs = "  (compiled graphs)" if case["recorder"] == "compiled" else ""
+            print(f"{case['node_id']}  {case['outcome']}  {case['duration']:.3f} s{graphs}")
             for op in case["ops"]:
                 print(f"  {op['count']:6d}  {op['op']}  {','.join(op['dtypes'])}")
     return ExitCode.OK

@@ -43,3 +43,51 @@ class OpRecorder(TorchDispatchMode):
             elif isinstance(leaf, torch.dtype):  # a factory's `dtype=`: the dtype it runs in
                 seen.add(dtype_name(leaf))
         return func(*args, **kwargs)
+
+
+class CompiledOpRecorder:
+    """Records the aten ops of every graph Inductor compiles while active: its post-grad graph, after decomposition,
+    is what a compiled test really runs (the eager recorder sees only the ops run outside compiled code).
+
+    Uses `torch._inductor.config.post_grad_custom_post_pass` with a `CustomGraphPass` whose `uuid()` is None, so
+    Inductor's FX graph cache is bypassed and every compile is seen; `torch._dynamo.reset()` on entry, so a function
+    compiled by an earlier case is compiled (and seen) again.
+    """
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.dtypes: dict[str, set[str]] = {}
+        self._patch: Any = None
+
+    def _record(self, graph: torch.fx.Graph) -> None:
+        for node in graph.nodes:
+            if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+                continue
+            name = op_name(node.target)
+            self.counts[name] += 1
+            seen = self.dtypes.setdefault(name, set())
+            for leaf in tree_leaves(([a.meta.get("val") for a in node.all_input_nodes], node.meta.get("val"))):
+                if isinstance(leaf, torch.Tensor):
+                    seen.add(dtype_name(leaf.dtype))
+
+    def __enter__(self) -> CompiledOpRecorder:
+        import torch._dynamo
+        from torch._inductor import config
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+
+        recorder = self
+
+        class _Record(CustomGraphPass):
+            def __call__(self, graph: torch.fx.Graph) -> None:
+                recorder._record(graph)
+
+            def uuid(self) -> None:
+                return None
+
+        torch._dynamo.reset()
+        self._patch = config.patch(post_grad_custom_post_pass=_Record())
+        self._patch.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._patch.__exit__(*exc)

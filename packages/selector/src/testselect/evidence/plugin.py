@@ -23,6 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--evidence-out", metavar="PATH", help="append one JSON line per test case here (enables this)")
     group.addoption("--evidence-skip", metavar="PATH", help="node ids to deselect, one a line: already recorded")
     group.addoption(
+        "--evidence-compiled",
+        metavar="PATH",
+        help="generic node ids (file::Class::test), one a line, whose compiled graphs are recorded instead",
+    )
+    group.addoption(
         "--evidence-timeout", type=float, default=0.0, metavar="S", help="end the process when a case runs longer"
     )
 
@@ -34,9 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
     timeout = config.getoption("evidence_timeout")
     if timeout < 0:
         raise pytest.UsageError(f"--evidence-timeout {timeout}: must be 0 (none) or more")
-    skip_path = config.getoption("evidence_skip")
-    skip = set(Path(skip_path).read_text(encoding="utf-8").split()) if skip_path else set()
-    config.pluginmanager.register(Evidence(Path(out), skip, timeout), "testselect-evidence")
+    skip = _ids(config.getoption("evidence_skip"))
+    compiled = _ids(config.getoption("evidence_compiled"))
+    config.pluginmanager.register(Evidence(Path(out), skip, compiled, timeout), "testselect-evidence")
+
+
+def _ids(path: str | None) -> set[str]:
+    return set(Path(path).read_text(encoding="utf-8").split()) if path else set()
 
 
 def generic_id(item: pytest.Item) -> str:
@@ -55,12 +64,13 @@ def generic_id(item: pytest.Item) -> str:
 
 
 class Evidence:
-    """The enabled plugin's state: the output stream, the ids to deselect, the per-case timeout."""
+    """The enabled plugin's state: the output stream, the ids to deselect, the tests that compile, the timeout."""
 
-    def __init__(self, out: Path, skip: set[str], timeout: float) -> None:
+    def __init__(self, out: Path, skip: set[str], compiled: set[str], timeout: float) -> None:
         self.stream: IO[str] = out.open("a", encoding="utf-8")
         self.fault: IO[str] = out.with_suffix(".fault").open("a", encoding="utf-8")
         self.skip = skip
+        self.compiled = compiled
         self.timeout = timeout
         self.reports: dict[str, list[pytest.TestReport]] = {}
 
@@ -93,6 +103,7 @@ class Evidence:
                     "nodeid": item.nodeid,
                     "generic": generic,
                     "outcome": outcome(self.reports.pop(item.nodeid, [])),
+                    "recorder": "compiled" if generic in self.compiled else "eager",
                     "duration": round(time.monotonic() - started, 4),
                     "ops": dict(sorted(recorder.counts.items())) if recorder else {},
                     "dtypes": {op: sorted(d) for op, d in sorted(recorder.dtypes.items())} if recorder else {},
@@ -101,9 +112,12 @@ class Evidence:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
-        from testselect.torchprivate import OpRecorder  # torch only once a case runs, inside this process
+        """A test that compiles runs under the compiled-graph recorder alone: with a dispatch mode active, dynamo
+        would not compile at all and the graph's ops would go unseen."""
+        from testselect.torchprivate import CompiledOpRecorder, OpRecorder  # torch only once a case runs
 
-        recorder = item.stash[_RECORDER] = OpRecorder()
+        compiled = generic_id(item) in self.compiled
+        recorder = item.stash[_RECORDER] = CompiledOpRecorder() if compiled else OpRecorder()
         with recorder:
             return (yield)
 

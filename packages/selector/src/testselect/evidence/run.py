@@ -115,10 +115,21 @@ def run_evidence(
     return report
 
 
+def compiling_tests(store: Store) -> list[str]:
+    """The indexed tests that call torch.compile or Inductor (features dynamo/inductor): their graphs are recorded."""
+    query = (
+        "SELECT DISTINCT t.node_id FROM tests t, json_each(t.features) f "
+        "WHERE f.value IN ('dynamo', 'inductor') ORDER BY t.node_id"
+    )
+    return [row[0] for row in store.db.execute(query)]
+
+
 def _launch(shard: Shard, test_dir: Path, store: Store, workdir: Path, timeout: float, report: Report) -> None:
     done = evidence.current(store)
     skip = workdir / f"shard{shard.number}.skip"
     skip.write_text("".join(f"{node}\n" for node in sorted(done)), encoding="utf-8")
+    compiled = workdir / f"shard{shard.number}.compiled"
+    compiled.write_text("".join(f"{node}\n" for node in compiling_tests(store)), encoding="utf-8")
     command = [
         sys.executable,
         "-m",
@@ -136,6 +147,8 @@ def _launch(shard: Shard, test_dir: Path, store: Store, workdir: Path, timeout: 
         str(shard.out(workdir)),
         "--evidence-skip",
         str(skip),
+        "--evidence-compiled",
+        str(compiled),
         "--evidence-timeout",
         str(timeout),
         "--continue-on-collection-errors",
@@ -166,7 +179,13 @@ def _fold(store: Store, out: Path, report: Report, timeout: float, finished: boo
         elif entry["event"] == "case":
             running = None
             case = evidence.Case(
-                entry["nodeid"], entry["generic"], entry["outcome"], entry["duration"], entry["ops"], entry["dtypes"]
+                entry["nodeid"],
+                entry["generic"],
+                entry["outcome"],
+                entry["duration"],
+                entry["ops"],
+                entry["dtypes"],
+                entry.get("recorder", "eager"),
             )
             evidence.record(store, case)
             report.observed[case.outcome] += 1

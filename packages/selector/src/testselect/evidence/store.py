@@ -15,7 +15,8 @@ CREATE TABLE IF NOT EXISTS cases (
     test_node_id TEXT NOT NULL,     -- the generic test's node id (tests.node_id when the index has it)
     content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit re-observes
     outcome TEXT NOT NULL,          -- passed failed error skipped xfailed xpassed crashed timeout
-    duration REAL NOT NULL
+    duration REAL NOT NULL,
+    recorder TEXT NOT NULL DEFAULT 'eager'  -- eager: dispatched ops; compiled: the ops of Inductor's graphs
 );
 CREATE INDEX IF NOT EXISTS cases_test ON cases(test_node_id);
 CREATE TABLE IF NOT EXISTS case_ops (
@@ -43,11 +44,15 @@ class Case:
     duration: float
     ops: dict[str, int] = field(default_factory=dict)
     dtypes: dict[str, list[str]] = field(default_factory=dict)
+    recorder: str = "eager"
 
 
 def ensure(store: Store) -> None:
-    """Add the evidence tables to an index that has none yet."""
+    """Add the evidence tables to an index that has none yet (and `cases.recorder` to one recorded before it)."""
     store.db.executescript(SCHEMA)
+    columns = {row[1] for row in store.db.execute("PRAGMA table_info(cases)")}
+    if "recorder" not in columns:
+        store.db.execute("ALTER TABLE cases ADD COLUMN recorder TEXT NOT NULL DEFAULT 'eager'")
 
 
 def record(store: Store, case: Case) -> None:
@@ -55,8 +60,9 @@ def record(store: Store, case: Case) -> None:
     row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (case.test_node_id,)).fetchone()
     store.db.execute("DELETE FROM cases WHERE node_id = ?", (case.node_id,))
     case_id = store.db.execute(
-        "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration) VALUES (?, ?, ?, ?, ?)",
-        (case.node_id, case.test_node_id, row[0] if row else "", case.outcome, case.duration),
+        "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration, recorder) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (case.node_id, case.test_node_id, row[0] if row else "", case.outcome, case.duration, case.recorder),
     ).lastrowid
     store.db.executemany("INSERT INTO case_ops VALUES (?, ?, ?)", [(case_id, o, n) for o, n in case.ops.items()])
     store.db.executemany(
@@ -84,13 +90,14 @@ def totals(store: Store) -> dict[str, int]:
 def ops_of(store: Store, node_id: str) -> list[dict] | None:
     """The cases of `node_id` (a case's id, or a generic test's: all its cases) with their ops; None if unknown."""
     cases = store.db.execute(
-        "SELECT id, node_id, outcome, duration FROM cases WHERE node_id = ? OR test_node_id = ? ORDER BY node_id",
+        "SELECT id, node_id, outcome, duration, recorder FROM cases WHERE node_id = ? OR test_node_id = ? "
+        "ORDER BY node_id",
         (node_id, node_id),
     ).fetchall()
     if not cases:
         return None
     shown = []
-    for case_id, case_node, outcome, duration in cases:
+    for case_id, case_node, outcome, duration, recorder in cases:
         dtypes: dict[str, list[str]] = {}
         for op, dtype in store.db.execute(
             "SELECT op, dtype FROM case_op_dtypes WHERE case_id = ? ORDER BY op, dtype", (case_id,)
@@ -98,7 +105,9 @@ def ops_of(store: Store, node_id: str) -> list[dict] | None:
             dtypes.setdefault(op, []).append(dtype)
         counts = store.db.execute("SELECT op, count FROM case_ops WHERE case_id = ? ORDER BY op", (case_id,))
         ops = [{"op": op, "count": count, "dtypes": dtypes.get(op, [])} for op, count in counts]
-        shown.append({"node_id": case_node, "outcome": outcome, "duration": duration, "ops": ops})
+        shown.append(
+            {"node_id": case_node, "outcome": outcome, "duration": duration, "recorder": recorder, "ops": ops}
+        )
     return shown
 
 
