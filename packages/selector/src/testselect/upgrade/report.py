@@ -7,9 +7,12 @@ from typing import Any
 from testselect.upgrade.cases import ONE
 
 
+def _shown(names: list[str], limit: int = 8) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def _names(names: list[str], limit: int = 8) -> str:
-    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
-    return f" ({shown})" if names else ""
+    return f" ({_shown(names, limit)})" if names else ""
 
 
 def _configs(report: dict[str, Any]) -> list[str]:
@@ -24,15 +27,17 @@ def _configs(report: dict[str, Any]) -> list[str]:
 
 def tree_lines(report: dict[str, Any]) -> list[str]:
     tests = report["tests"]
-    total = len(tests["added"]) + len(tests["modified"]) + tests["unchanged"]
-    changed = len(tests["added"]) + len(tests["removed"]) + len(tests["modified"])
+    added, removed, modified = tests["added"], tests["removed"], tests["modified"]
     lines = [
         f"tree {report['from']} -> {report['to']}",
-        f"tests: {changed} changed of {total} in NEW: {len(tests['added'])} added{_names(tests['added'], 3)}, "
-        f"{len(tests['removed'])} removed{_names(tests['removed'], 3)}, "
-        f"{len(tests['modified'])} modified{_names(tests['modified'], 3)}, {tests['unchanged']} unchanged; "
+        f"tests: {len(added) + len(modified)} of {len(added) + len(modified) + tests['unchanged']} in NEW added or "
+        f"modified ({len(added)} added, {len(modified)} modified), {len(removed)} of "
+        f"{len(removed) + len(modified) + tests['unchanged']} in OLD removed, {tests['unchanged']} unchanged; "
         f"stale recorded cases: {report['stale_cases']}",
     ]
+    for kind, names in (("added", added), ("removed", removed), ("modified", modified)):
+        if names:
+            lines.append(f"  {kind}: {_shown(names)}")
     return lines + _configs(report)
 
 
