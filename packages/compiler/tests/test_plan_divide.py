@@ -57,3 +57,13 @@ def test_every_candidate_tile_fits_the_scratchpad(shape):
     cost = CostModel()
     for candidate in divide.divide(_matmul(*shape)).considered["mm"]:
         assert candidate.tile.footprint(cost.stick) <= cost.scratchpad
+
+
+def test_no_candidate_reaches_beyond_one_cores_span():
+    graph = _matmul(8192, 32768, 4096)
+    cost = CostModel()
+    considered = divide.divide(graph).considered["mm"]
+    assert considered
+    assert all(divide.core_span(d, 8192, 4096, 32768, 2, 32) <= cost.span for d in considered)
+    # a 2 x 16 grid would give each core 4096 full rows of the left operand: 256 MiB before the right one
+    assert not any(d.scheme == "grid" and d.m_parts == 2 for d in considered)

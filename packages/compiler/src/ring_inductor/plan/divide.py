@@ -94,7 +94,20 @@ def matmul_candidates(
     ring = _ring(op.name, m, n, k, minimum, itemsize, cost)
     if ring is not None:
         found.append(ring)
-    return sorted(found, key=lambda division: division.estimate)
+    within = [d for d in found if core_span(d, m, n, k, itemsize, cost.cores) <= cost.span]
+    return sorted(within, key=lambda division: division.estimate)
+
+
+def core_span(division: MatmulDivision, m: int, n: int, k: int, itemsize: int, cores: int) -> int:
+    """Device-memory bytes the busiest core's DMAs reach in the emitted layouts (the engine's span rule)."""
+    if division.scheme == "ring":
+        return (m * k + k * n + m * n) // cores * itemsize
+    tile = division.tile
+    block_rows, block_cols = m // division.m_parts, n // division.n_parts
+    left, right = block_rows * k, k * block_cols
+    col_tiles = n // tile.n
+    out = ((block_rows // tile.m - 1) * col_tiles + block_cols // tile.n) * tile.m * tile.n
+    return (left + right + out) * itemsize
 
 
 def _grid(
