@@ -10,7 +10,7 @@ from testselect.index.store import Store
 from testselect.select import plan
 from testselect.select.reasoner import Decision, RuleReasoner
 from testselect.upgrade import cases as case_map
-from testselect.upgrade.core import CoreDump, change_kinds, compare, full_name, release
+from testselect.upgrade.core import CoreDelta, CoreDump, change_kinds, compare, full_name, release
 from testselect.upgrade.reevaluate import Reevaluation, diff_size, reevaluate
 from testselect.upgrade.tree import index_both, tree_delta
 
@@ -35,13 +35,13 @@ def tree_upgrade(
     old_root: Path, new_root: Path, old_store: Store, new_path: Path, reasoner: RuleReasoner
 ) -> tuple[dict[str, Any], Reevaluation]:
     """OLD's store brought up to date, NEW indexed into a copy of it; added and modified tests bucketed again."""
-    new_store, _ = index_both(old_root, new_root, old_store, new_path)
+    new_store = index_both(old_root, new_root, old_store, new_path)
     try:
         delta = tree_delta(old_store, new_store)
         before, after = plan.facts(old_store), plan.facts(new_store)
     finally:
         new_store.close()
-    for path in delta.skipped_paths:  # an unparsable NEW file keeps OLD's tests and decisions
+    for path in delta.left_out:  # an unparsable NEW file keeps OLD's tests and decisions
         if path in before:
             after[path] = before[path]
     result = reevaluate(before, after, set(delta.modified), reasoner, reasoner.profile.device)
@@ -85,6 +85,14 @@ def _pending(
     return found
 
 
+def _changed(delta: CoreDelta) -> dict[str, dict[str, list[Any]]]:
+    """Each changed entry's fields as [old, new]; decoration lists as their lengths, to keep the JSON readable."""
+    return {
+        name: {f: [len(v[0] or []), len(v[1] or [])] if f == "decorations" else v for f, v in fields.items()}
+        for name, fields in delta.changed.items()
+    }
+
+
 def core_upgrade(
     root: Path, store: Store, old: CoreDump, new: CoreDump, reasoner: RuleReasoner
 ) -> tuple[dict[str, Any], Reevaluation]:
@@ -93,10 +101,9 @@ def core_upgrade(
     before = plan.facts(store)
     rows = {test["node_id"]: test for test in store.tests()}
     per_file: dict[str, dict[str, int]] = {}
-    per_test: dict[str, dict[str, Any]] = {}
+    moved: dict[str, case_map.TestCases] = {}
     unresolved: dict[str, str] = {}
     after = {}
-    affected = set()
     for path, (error, tests) in before.items():
         if not reasoner.scope(path, error, tests).selected:
             after[path] = (error, tests)
@@ -105,39 +112,39 @@ def core_upgrade(
         kept = []
         for test in tests:
             found = case_map.test_cases(rows[test.node_id], old, new)
-            if found is None:
-                if case_map.driver(rows[test.node_id]["params"]) is not None:
-                    unresolved[test.node_id] = case_map.driver(rows[test.node_id]["params"])[1].get("source", "")
-                kept.append(test)
-                continue
-            counts["total"] += len(found.after)
-            if found.added or found.removed or found.changed:
-                affected.add(test.node_id)
+            driven = case_map.driver(rows[test.node_id]["params"])
+            if found is None and driven is not None:
+                unresolved[test.node_id] = driven[1].get("source", "")
+            if found is not None:
+                counts["total"] += len(found.after)
                 counts["added"] += len(found.added)
                 counts["removed"] += len(found.removed)
                 counts["changed"] += len(found.changed)
-                per_test[test.node_id] = {
-                    "added": [f"{op} {dtype}" for op, dtype in sorted(found.added)],
-                    "removed": [f"{op} {dtype}" for op, dtype in sorted(found.removed)],
-                    "changed": len(found.changed),
-                    "_added": found.added,
-                }
-                test = case_map.without_stale(test, found)
+                if found.added or found.removed or found.changed:
+                    moved[test.node_id] = found
+                    test = case_map.without_stale(test, found)
             kept.append(test)
         after[path] = (error, kept)
-    result = reevaluate(before, after, affected, reasoner, reasoner.profile.device)
+    result = reevaluate(before, after, set(moved), reasoner, reasoner.profile.device)
     pending = []
-    for node_id, detail in per_test.items():
-        path = node_id.split("::")[0]
-        pending += _pending(node_id, detail.pop("_added"), result.after[path][node_id], new)
+    for node_id, found in moved.items():
+        pending += _pending(node_id, found.added, result.after[node_id.split("::")[0]][node_id], new)
+    per_test = {
+        node_id: {
+            "added": [f"{op} {dtype}" for op, dtype in sorted(found.added)],
+            "removed": [f"{op} {dtype}" for op, dtype in sorted(found.removed)],
+            "changed": len(found.changed),
+        }
+        for node_id, found in moved.items()
+    }
     ops, modules = compare(old.ops, new.ops), compare(old.modules, new.modules)
     totals = {key: sum(c[key] for c in per_file.values()) for key in ("added", "removed", "changed", "total")}
     report = {
         "kind": "core",
         "from": {"torch": old.torch, "dump_seconds": round(old.seconds, 1)},
         "to": {"torch": new.torch, "dump_seconds": round(new.seconds, 1)},
-        "opinfos": {"added": ops.added, "removed": ops.removed, "changed": ops.changed, "kinds": change_kinds(ops)},
-        "moduleinfos": {"added": modules.added, "removed": modules.removed, "changed": modules.changed},
+        "opinfos": {"added": ops.added, "removed": ops.removed, "changed": _changed(ops), "kinds": change_kinds(ops)},
+        "moduleinfos": {"added": modules.added, "removed": modules.removed, "changed": _changed(modules)},
         "cases": totals | {"per_file": per_file, "per_test": per_test},
         "unresolved_sources": unresolved,
         "per_op_entries": pending,

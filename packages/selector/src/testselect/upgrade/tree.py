@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testselect.index.build import index_tree
-from testselect.index.store import Counts, Store
+from testselect.index.store import Store
 
 
 @dataclass(frozen=True)
@@ -23,15 +23,12 @@ class TreeDelta:
     modified: list[str]
     unchanged: int
     stale_cases: int  # OLD's current recorded cases of removed or modified tests
-    skipped: list[str] = field(default_factory=list)  # `path:line: message` of NEW's unparsable files
-
-    @property
-    def skipped_paths(self) -> set[str]:
-        return {line.split(":", 1)[0] for line in self.skipped}
+    left_out: set[str] = field(default_factory=set)  # files unparsable in NEW only: compared as if unchanged
+    skipped: list[str] = field(default_factory=list)  # their `path:line: message`
 
 
-def index_both(old_root: Path, new_root: Path, old_store: Store, new_path: Path) -> tuple[Store, Counts]:
-    """Bring OLD's store up to date, copy it to `new_path` and index NEW there; the NEW store and its counts."""
+def index_both(old_root: Path, new_root: Path, old_store: Store, new_path: Path) -> Store:
+    """Bring OLD's store up to date, copy it to `new_path` and index NEW there; the NEW store, open."""
     index_tree(old_root, old_store)
     new_path.parent.mkdir(parents=True, exist_ok=True)
     new_path.unlink(missing_ok=True)
@@ -41,7 +38,8 @@ def index_both(old_root: Path, new_root: Path, old_store: Store, new_path: Path)
     finally:
         target.close()
     new_store = Store.open(new_path, create=False)
-    return new_store, index_tree(new_root, new_store)
+    index_tree(new_root, new_store)
+    return new_store
 
 
 def _hashes(store: Store) -> dict[str, str]:
@@ -55,8 +53,8 @@ def _errors(store: Store) -> dict[str, str]:
 def tree_delta(old: Store, new: Store) -> TreeDelta:
     """Compare the two stores' tests; a file unparsable in NEW (but not in OLD) is reported and left out."""
     broken_new = _errors(new)
-    skipped = sorted(error for path, error in broken_new.items() if path not in _errors(old))
-    left_out = {line.split(":", 1)[0] for line in skipped}
+    broken_old = _errors(old)
+    left_out = {path for path in broken_new if path not in broken_old}
     before = {n: h for n, h in _hashes(old).items() if n.split("::")[0] not in left_out}
     after = _hashes(new)
     modified = sorted(n for n in set(before) & set(after) if before[n] != after[n])
@@ -73,5 +71,6 @@ def tree_delta(old: Store, new: Store) -> TreeDelta:
         modified=modified,
         unchanged=len(set(before) & set(after)) - len(modified),
         stale_cases=stale,
-        skipped=skipped,
+        left_out=left_out,
+        skipped=sorted(broken_new[path] for path in left_out),
     )
