@@ -12,7 +12,7 @@ import argparse
 import time
 
 import torch
-from ring_inductor.plan import cooptimize, divide
+from ring_inductor.plan import cooptimize, divide, layout
 from ring_inductor.plan.coplans import FLAT, blocked_reduction_options, epilogue_options
 from ring_inductor.plan.cost import DEFAULT_COST
 from ring_inductor.plan.emit import Emitted
@@ -170,10 +170,16 @@ def _transformer(seq: int, model: int) -> Graph:
 def scratchpad(quick: bool) -> None:
     seq, model = (1024, 512) if quick else (4096, 1024)
     graph = _transformer(seq, model)
+    stick = layout.solve(graph)
     division = divide.divide(graph)
     buffers = core_buffers(graph, division, DEFAULT_COST.cores)
     capacity = DEFAULT_COST.scratchpad
     print(f"(c) scratchpad solvers: one core's tiles over a transformer block (attention + MLP, fp16, {seq} x {model})")
+    print(
+        f"    layout pass: {stick.count} restickify ops ({'exact' if stick.exact else 'descent'}, "
+        f"{stick.examined} assignments examined); work division: "
+        + ", ".join(f"{name} {d.scheme} {d.m_parts}x{d.n_parts}" for name, d in division.matmuls.items())
+    )
     print(
         f"    {len(buffers)} buffers, LOAD {load(buffers):,} B (the lower bound on any peak), usable scratchpad "
         f"{capacity:,} B; 'kept LOAD' is the LOAD of the tiles a solver did not spill"
@@ -184,13 +190,10 @@ def scratchpad(quick: bool) -> None:
     )
     limit = 2.0 if quick else 20.0
     for name in SOLVERS:
-        if name == "cp-sat":
-            from ring_inductor.plan.scratchpad.solvers import cp_sat
-
-            placement = cp_sat(buffers, capacity, time_limit=limit)
+        placement = allocate(buffers, capacity, name, time_limit=limit)
+        note = ""
+        if placement.optimal is not None:
             note = f" ({'optimal' if placement.optimal else f'feasible at the {limit:.0f} s limit'})"
-        else:
-            placement, note = allocate(buffers, capacity, name), ""
         print(
             f"    {name:<10}{placement.peak:>12,}{placement.resident_load:>12,}"
             f"{placement.peak / placement.resident_load:>11.3f}"

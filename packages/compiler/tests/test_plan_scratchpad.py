@@ -97,3 +97,10 @@ def test_core_buffers_of_a_divided_graph_hold_row_shares_and_matmul_tiles():
     assert buffers["y"].end == len(graph.ops) + 2
     placement = allocate(list(buffers.values()), 1_625_216, "best-fit")
     assert placement.resident_load <= placement.peak
+
+
+def test_cp_sat_honours_its_time_limit():
+    buffers = _random(7, 80)
+    placement = allocate(buffers, 40 * STICK, "cp-sat", time_limit=0.5)
+    assert placement.seconds < 5.0
+    assert placement.spill_bytes <= allocate(buffers, 40 * STICK, "best-fit").spill_bytes

@@ -92,11 +92,15 @@ def cp_sat(buffers: Sequence[Buffer], capacity: int, time_limit: float = 10.0) -
 SOLVERS: dict[str, Solver] = {"greedy": greedy, "best-fit": best_fit, "cp-sat": cp_sat}
 
 
-def allocate(buffers: Sequence[Buffer], capacity: int, solver: str = "best-fit") -> Placement:
-    """Place `buffers` in `capacity` bytes with the named solver."""
+def allocate(
+    buffers: Sequence[Buffer], capacity: int, solver: str = "best-fit", time_limit: float | None = None
+) -> Placement:
+    """Place `buffers` in `capacity` bytes with the named solver (`time_limit` bounds CP-SAT, in seconds)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown scratchpad solver {solver!r} (one of {', '.join(SOLVERS)})")
     names = [b.name for b in buffers]
     if len(set(names)) != len(names):
         raise ValueError("scratchpad buffers need distinct names")
+    if solver == "cp-sat" and time_limit is not None:
+        return cp_sat(buffers, capacity, time_limit)
     return SOLVERS[solver](buffers, capacity)
