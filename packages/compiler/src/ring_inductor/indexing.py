@@ -47,10 +47,11 @@ def _contiguous(sizes: list[int], base: int) -> list[int]:
     return strides[::-1]
 
 
-def _affine(index: sympy.Expr, loop: list[LoopVar]) -> tuple[list[int], int]:
+def _affine(index: sympy.Expr, loop: list[LoopVar], live: list[LoopVar]) -> tuple[list[int], int]:
+    """The coefficients of the `live` variables and the offset (every variable at 0) of an affine index."""
     index = sympy.expand(index)
     coeffs = []
-    for var in loop:
+    for var in live:
         c = sympy.diff(index, var.symbol)
         if not c.is_Integer:
             raise UnsupportedError(f"index {index} is not affine in the loop variables")
@@ -68,7 +69,7 @@ def classify(index: sympy.Expr, loop: list[LoopVar], rows: int, cols: int) -> Ac
     its row; a row of a one-column kernel is full), so each value has one tile shape.
     """
     live = [var for var in loop if var.size > 1]
-    coeffs, offset = _affine(index, live)
+    coeffs, offset = _affine(index, loop, live)
     row_vars = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if not v.is_col]
     col_vars = [(v.size, c) for v, c in zip(live, coeffs, strict=True) if v.is_col]
     row_sizes, row_strides = [s for s, _ in row_vars], [c for _, c in row_vars]

@@ -67,9 +67,12 @@ def eager_fallback_lowering(op: Any) -> Any:
 def register_composite_kernel(op: Any, kernel: Any) -> None:
     """Routes a CompositeImplicitAutograd op to `kernel` while tracing (the python dispatcher is on then).
 
-    Such ops decompose before the decomposition table is consulted, so this is where their ring form goes.
+    Such ops decompose before the decomposition table is consulted, so this is where their ring form goes. An op that
+    already has such a kernel keeps it.
     """
     try:
+        if op.py_kernels.get(torch._C.DispatchKey.CompositeImplicitAutograd) is not None:
+            return  # registered by an earlier call
         op.py_impl(torch._C.DispatchKey.CompositeImplicitAutograd)(kernel)
     except AttributeError as missing:
         raise ImportError(
