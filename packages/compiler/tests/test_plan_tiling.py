@@ -8,16 +8,19 @@ from ring_inductor.plan.tiling import TilingError, matmul_tile, row_block
 CAPACITY = 1_625_216
 
 
-def test_row_blocks_divide_the_rows_and_fit_twice():
-    block = row_block(512, 2048 + 4, CAPACITY, 128)
-    assert 512 % block == 0
-    assert 2 * block * (2048 + 4) <= CAPACITY
-    assert 2 * (2 * block) * (2048 + 4) > CAPACITY or block == 512
+def test_row_blocks_divide_the_rows_fit_and_leave_a_pipeline():
+    def fits(block: int) -> bool:
+        return 2 * block * (2048 + 4) <= CAPACITY
+
+    block = row_block(512, fits, grain=64, depth=4)
+    assert block == 128
+    assert row_block(512, fits, grain=64) == 256
+    assert row_block(512, fits, grain=64, depth=64) == 256  # no block leaves 64: the largest that fits
 
 
 def test_a_row_larger_than_the_scratchpad_is_refused():
-    with pytest.raises(TilingError, match="one row needs"):
-        row_block(4, CAPACITY, CAPACITY, 128)
+    with pytest.raises(TilingError, match="no block of 4 rows"):
+        row_block(4, lambda block: False)
 
 
 def test_matmul_tile_balances_the_accumulator_and_fits():

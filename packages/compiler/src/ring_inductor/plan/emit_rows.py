@@ -15,7 +15,7 @@ from .cost import DEFAULT_COST, CostModel
 from .emit import Emitted, Tiles, compute, dma_in, dma_out, document, flat
 from .graph import DTYPE_BYTES, Graph, Op, OpKind
 from .scratchpad import Buffer, Placement, allocate
-from .tiling import TilingError
+from .tiling import TilingError, row_block
 
 #: Blocks per core the tiling aims for, so loads, compute and stores overlap.
 PIPELINE_DEPTH = 4
@@ -74,15 +74,12 @@ def plan_rows(
         raise TilingError(f"{rows} rows do not divide over {cores} cores")
     share = rows // cores
     grain = max(cost.stick // min(row_bytes(graph, name) for name in graph.tensors), 1)
-    fitting = []
-    for block in (b for b in range(share, 0, -1) if share % b == 0 and b % grain == 0):
-        placement = allocate(block_buffers(graph, block), cost.scratchpad // 2, solver)
-        if not placement.spilled:
-            fitting.append(RowKernel(cores, block, resident, placement))
-    if not fitting:
-        raise TilingError(f"no block of whole sticks of {share} rows fits half the scratchpad")
-    deep = [kernel for kernel in fitting if share // kernel.block_rows >= PIPELINE_DEPTH]
-    return (deep or fitting)[0]
+
+    def placed(block: int) -> Placement:
+        return allocate(block_buffers(graph, block), cost.scratchpad // 2, solver)
+
+    block = row_block(share, lambda b: not placed(b).spilled, grain, PIPELINE_DEPTH)
+    return RowKernel(cores, block, resident, placed(block))
 
 
 def emit_rows(graph: Graph, kernel: RowKernel, name: str) -> Emitted:

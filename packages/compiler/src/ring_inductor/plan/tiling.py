@@ -6,6 +6,7 @@ matmuls into an fp32 accumulator tile plus K-chunks of both operands, K-chunks i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .graph import DTYPE_BYTES
@@ -17,12 +18,14 @@ class TilingError(ValueError):
     """No tile fits: the message says which working set and how large it is."""
 
 
-def row_block(rows: int, bytes_per_row: int, capacity: int, stick: int, buffers: int = 2) -> int:
-    """The most rows per block (a divisor of `rows`) whose `buffers` copies of the per-row working set fit."""
-    for block in range(rows, 0, -1):
-        if rows % block == 0 and buffers * _sticks(block * bytes_per_row, stick) <= capacity:
-            return block
-    raise TilingError(f"one row needs {bytes_per_row * buffers} bytes of scratchpad, more than {capacity}")
+def row_block(rows: int, fits: Callable[[int], bool], grain: int = 1, depth: int = 1) -> int:
+    """The most rows per block (a divisor of `rows`, a multiple of `grain`) whose working set `fits`, preferring
+    blocks that leave at least `depth` of them so loads, compute and stores can overlap."""
+    fitting = [b for b in range(rows, 0, -1) if rows % b == 0 and b % grain == 0 and fits(b)]
+    if not fitting:
+        raise TilingError(f"no block of {rows} rows in multiples of {grain} fits the scratchpad")
+    deep = [b for b in fitting if rows // b >= depth]
+    return (deep or fitting)[0]
 
 
 def _sticks(nbytes: int, stick: int) -> int:
