@@ -65,14 +65,18 @@ def test_reduction_over_leading_dim_and_whole_tensor() -> None:
     ("name", "fn", "shapes"),
     [
         ("mm", lambda a, b: a @ b, [(64, 96), (96, 48)]),
+        ("mm", lambda a, b: a @ b, [(1024, 64), (64, 64)]),
+        ("mm", lambda a, b: a @ b.t(), [(128, 64), (32, 64)]),
         ("bmm", lambda a, b: torch.bmm(a, b), [(3, 32, 64), (3, 64, 16)]),
         ("addmm", lambda c, a, b: torch.addmm(c, a, b), [(40,), (24, 64), (64, 40)]),
+        ("addmm", lambda c, a, b: torch.addmm(c, a, b), [(24, 40), (24, 64), (64, 40)]),
     ],
+    ids=["mm", "mm_multicore", "mm_transposed_b", "bmm", "addmm_row_bias", "addmm_full_bias"],
 )
-def test_matmul(name: str, fn, shapes: list[tuple[int, ...]]) -> None:
+def test_matmul_is_a_ring_inductor_program(name: str, fn, shapes: list[tuple[int, ...]]) -> None:
     inputs = [torch.randn(*s, dtype=torch.float16) for s in shapes]
     out, kernels = compiled_run(fn, *inputs)
     assert out.device.type == "ring"
-    assert kernels, "no kernel ran on the simulator"
-    k = shapes[-1][-2]
+    assert any(k.startswith(f"ring_{name}_") for k in kernels), kernels
+    k = inputs[-2].shape[-1]
     assert excess(out, reference(fn, *inputs), device_bound(torch.float16, "matmul", k=k, scale=16)) <= 0

@@ -31,11 +31,12 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _align(nbytes: int) -> int:
+def align(nbytes: int) -> int:
+    """`nbytes` rounded up to whole sticks."""
     return -(-nbytes // STICK) * STICK
 
 
-def _ceil(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
@@ -97,12 +98,12 @@ def plan_split(graph: KernelGraph, tiles: Tiles) -> Split:
     g = 1
     for name in io:
         g = math.lcm(g, STICK // math.gcd(tiles.row_bytes(name), STICK))
-    whole_bytes = sum(_align(math.prod(tiles.shape(n, 1)) * tiles.kinds[n][1].itemsize) for n in whole)
+    whole_bytes = sum(align(math.prod(tiles.shape(n, 1)) * tiles.kinds[n][1].itemsize) for n in whole)
     per_row = sum(tiles.row_bytes(n) for n in split)
     room = SCRATCHPAD - whole_bytes - STICK * len(split)
     io_row = sum(tiles.row_bytes(n) for n in io)
-    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, _ceil(graph.rows, g)))
-    per_core = _ceil(_ceil(graph.rows, cores), g) * g
+    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, ceil_div(graph.rows, g)))
+    per_core = ceil_div(ceil_div(graph.rows, cores), g) * g
     span = min(graph.rows, per_core)
     fit = room // per_row if per_row else span
     chunk = span if fit >= span else (fit // g) * g
@@ -111,8 +112,8 @@ def plan_split(graph: KernelGraph, tiles: Tiles) -> Split:
             f"a row of this kernel ({graph.cols} columns, {per_row} bytes of tiles) overflows a core's "
             f"{SCRATCHPAD}-byte scratchpad"
         )
-    used = whole_bytes + sum(_align(tiles.row_bytes(n) * chunk) for n in split)
-    return Split(graph.rows, graph.cols, _ceil(graph.rows, per_core), per_core, chunk, g, used)
+    used = whole_bytes + sum(align(tiles.row_bytes(n) * chunk) for n in split)
+    return Split(graph.rows, graph.cols, ceil_div(graph.rows, per_core), per_core, chunk, g, used)
 
 
 def _attr(value: Any, row: int, size: int) -> Any:
@@ -164,7 +165,7 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
                 "dtype": dtype_name(tiles.kinds[tile][1]),
                 "shape": tiles.shape(tile, 1),
             }
-            offset += _align(math.prod(tiles.shape(tile, 1)) * tiles.kinds[tile][1].itemsize)
+            offset += align(math.prod(tiles.shape(tile, 1)) * tiles.kinds[tile][1].itemsize)
         for tile in sorted(split):
             for size in sizes:
                 core_tiles[tile + suffix[size]] = {
@@ -172,7 +173,7 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
                     "dtype": dtype_name(tiles.kinds[tile][1]),
                     "shape": tiles.shape(tile, size),
                 }
-            offset += _align(tiles.row_bytes(tile) * sizes[0])
+            offset += align(tiles.row_bytes(tile) * sizes[0])
         instructions: list[dict[str, Any]] = [
             {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in loads if op.name not in split
         ]

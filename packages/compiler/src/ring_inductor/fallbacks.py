@@ -1,7 +1,8 @@
-"""Ops whose Inductor lowering indexes indirectly (gather, index, embedding, scatter): on ring they run eagerly.
+"""Ring lowerings that replace Inductor's for ring inputs only: matmuls and indirect-indexing ops become extern calls.
 
-The ring codegen handles affine indexing only; these ops become extern calls of the device's own eager kernels
-(one-core gather/scatter programs) for ring inputs, and keep Inductor's lowering on every other device.
+mm/bmm/addmm become the `ring_inductor::` matmul ops (programs built by `matmul`). The ring codegen handles affine
+indexing only, so gather, index, embedding and scatter call the device's own eager kernels (one-core gather/scatter
+programs). Every other device keeps Inductor's lowering.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from ring_inductor import matmul  # noqa: F401 - defines the ring_inductor:: matmul ops
 from ring_inductor.torchprivate import eager_fallback_lowering, inductor_lowerings
 
 aten = torch.ops.aten
@@ -38,19 +40,28 @@ def _on_ring(args: Any, kwargs: Any) -> bool:
     return False
 
 
+#: aten matmuls and the ring op each becomes (addmm only with its default beta and alpha).
+MATMULS = {
+    aten.mm.default: torch.ops.ring_inductor.mm.default,
+    aten.bmm.default: torch.ops.ring_inductor.bmm.default,
+    aten.addmm.default: torch.ops.ring_inductor.addmm.default,
+}
+
+
 def _for_ring(op: Any, current: Callable[..., Any]) -> Callable[..., Any]:
-    eager = eager_fallback_lowering(op)
+    eager = eager_fallback_lowering(MATMULS.get(op, op))
 
     def lowering(*args: Any, **kwargs: Any) -> Any:
-        return (eager if _on_ring(args, kwargs) else current)(*args, **kwargs)
+        scaled = op is aten.addmm.default and (kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1)
+        return (eager if _on_ring(args, kwargs) and not scaled else current)(*args, **kwargs)
 
     lowering.ring_inductor = True  # type: ignore[attr-defined]
     return lowering
 
 
 def install() -> None:
-    """Route the indirect-indexing ops to eager ring kernels for ring inputs (once)."""
-    for op in INDIRECT_OPS:
+    """Route matmuls to the ring matmul programs and indirect-indexing ops to eager ring kernels (once)."""
+    for op in (*MATMULS, *INDIRECT_OPS):
         current = inductor_lowerings.get(op)
         if current is not None and not getattr(current, "ring_inductor", False):
             inductor_lowerings[op] = _for_ring(op, current)
