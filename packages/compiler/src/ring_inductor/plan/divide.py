@@ -160,7 +160,9 @@ def _ring(name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: 
         piece_bytes = tile.m * tile.k * itemsize
         # each of the 32 rounds of a step waits for its piece to arrive and for the previous piece's compute
         rounds = steps * cores * max(cost.matmul(tile.m * tile.n * tile.k), cost.ring(piece_bytes))
-        estimate = max(rounds, cost.memory(traffic, mixed=False))
+        # after each block every core stores its 32 output pieces one DMA after another, all cores at once
+        stores = blocks * cores * cost.dma(tile.m * tile.n * itemsize, concurrent=cores)
+        estimate = max(rounds, cost.memory(traffic, mixed=False)) + stores
         return MatmulDivision(name, "ring", blocks, cores, tile, estimate, traffic)
     return None
 
