@@ -126,7 +126,7 @@ def test_core_delta_mapped_onto_ops_tests(real_dump: CoreDump, opsy: dict[str, P
         evidence.record(store, evidence.Case(case, "test_opsy.py::TestOpsy::test_all", "failed", 0.1))
     store.commit()
     reasoner = RuleReasoner(load_profile(opsy["profile"]))
-    report, _ = core_upgrade(opsy["root"], store, real_dump, _edited(real_dump), reasoner)
+    report, _ = core_upgrade(opsy["root"], store, real_dump, _edited(real_dump), reasoner, "ring")
     store.close()
     found = report["cases"]
     # total 16: test_all 5 (add, abs x2, qr, polar) + meshgrid's 2 variants x 2 dtypes, test_add_only 1, test_one 6

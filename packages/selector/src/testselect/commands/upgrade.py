@@ -42,11 +42,12 @@ def _run(args: argparse.Namespace) -> int:
     if kinds[0] != kinds[1]:
         raise CliError(f"--from is a {kinds[0]} but --to is a {kinds[1]}: compare two trees or two interpreters")
     reasoner = make_reasoner(args)
+    device = reasoner.profile.device
     store = Store.open(Path(args.store), create=True)
     try:
         if kinds[0] == "tree":
             new_path = Path(args.store_dir) / "new.sqlite"
-            report, result = tree_upgrade(Path(args.old), Path(args.new), store, new_path, reasoner)
+            report, result = tree_upgrade(Path(args.old), Path(args.new), store, new_path, reasoner, device)
             lines = tree_lines(report)
         else:
             if args.torch_root is None:
@@ -59,14 +60,14 @@ def _run(args: argparse.Namespace) -> int:
                 old, new = (run_dump(Path(p), ops, args.max_samples) for p in (args.old, args.new))
             except UpgradeError as exc:
                 raise CliError(str(exc)) from None
-            report, result = core_upgrade(root, store, old, new, reasoner)
+            report, result = core_upgrade(root, store, old, new, reasoner, device)
             lines = core_lines(report)
     finally:
         store.close()
     for line in report.get("skipped", []):
         print(f"skipped: {line}", file=sys.stderr)
     if args.out:
-        write_configs(result.new_decisions(), Path(args.out), reasoner.profile.device)
+        write_configs(result.new_decisions(), Path(args.out), device)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(lines))
     return ExitCode.OK
 

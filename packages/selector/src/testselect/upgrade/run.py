@@ -8,7 +8,7 @@ from typing import Any
 from testselect.index.build import index_tree
 from testselect.index.store import Store
 from testselect.select import plan
-from testselect.select.reasoner import Decision, RuleReasoner
+from testselect.select.reasoner import Decision, Reasoner
 from testselect.upgrade import cases as case_map
 from testselect.upgrade.core import CoreDelta, CoreDump, change_kinds, compare, full_name, release
 from testselect.upgrade.reevaluate import Reevaluation, diff_size, reevaluate
@@ -32,7 +32,7 @@ def _configs(result: Reevaluation) -> dict[str, Any]:
 
 
 def tree_upgrade(
-    old_root: Path, new_root: Path, old_store: Store, new_path: Path, reasoner: RuleReasoner
+    old_root: Path, new_root: Path, old_store: Store, new_path: Path, reasoner: Reasoner, device: str
 ) -> tuple[dict[str, Any], Reevaluation]:
     """OLD's store brought up to date, NEW indexed into a copy of it; added and modified tests bucketed again."""
     new_store = index_both(old_root, new_root, old_store, new_path)
@@ -44,7 +44,7 @@ def tree_upgrade(
     for path in delta.left_out:  # an unparsable NEW file keeps OLD's tests and decisions
         if path in before:
             after[path] = before[path]
-    result = reevaluate(before, after, set(delta.modified), reasoner, reasoner.profile.device)
+    result = reevaluate(before, after, set(delta.modified), reasoner, device)
     report = {
         "kind": "tree",
         "from": str(old_root),
@@ -94,7 +94,7 @@ def _changed(delta: CoreDelta) -> dict[str, dict[str, list[Any]]]:
 
 
 def core_upgrade(
-    root: Path, store: Store, old: CoreDump, new: CoreDump, reasoner: RuleReasoner
+    root: Path, store: Store, old: CoreDump, new: CoreDump, reasoner: Reasoner, device: str
 ) -> tuple[dict[str, Any], Reevaluation]:
     """Map the OpInfo/ModuleInfo delta onto the tests of the files in scope; re-bucket the tests it touches."""
     index_tree(root, store)
@@ -125,7 +125,7 @@ def core_upgrade(
                     test = case_map.without_stale(test, found)
             kept.append(test)
         after[path] = (error, kept)
-    result = reevaluate(before, after, set(moved), reasoner, reasoner.profile.device)
+    result = reevaluate(before, after, set(moved), reasoner, device)
     pending = []
     for node_id, found in moved.items():
         pending += _pending(node_id, found.added, result.after[node_id.split("::")[0]][node_id], new)
