@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,3 +55,16 @@ def test_dumped_program_runs_on_the_simulator_cli(dump_dir: Path) -> None:
     run = subprocess.run([*ringsim_cli, "run", str(program_file), "--json"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["cycles"]["total"] > 0
+
+
+def test_environment_variable_turns_the_dump_on(tmp_path: Path) -> None:
+    script = (
+        "import torch, ring_inductor\n"
+        "from ring_inductor.checking import compiled_run\n"
+        "compiled_run(lambda x: torch.relu(x) * 2, torch.randn(64, 64))\n"
+    )
+    env = {**os.environ, "RING_INDUCTOR_DUMP": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (decisions,) = tmp_path.glob("ring_*.decisions.json")
+    assert json.loads(decisions.read_text())["split"]["rows"] == 4096
