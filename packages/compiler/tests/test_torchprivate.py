@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 
 import pytest
@@ -20,7 +21,7 @@ def test_symbol_exists(module: str, name: str) -> None:
 def test_scheduler_node_keeps_its_loop_body() -> None:
     scheduler = importlib.import_module("torch._inductor.scheduler")
     init = scheduler.SchedulerNode._compute_attrs
-    source = importlib.import_module("inspect").getsource(init)
+    source = inspect.getsource(init)
     assert "self._body" in source, f"torch {torch.__version__}: SchedulerNode no longer sets _body"
     assert "self._sizes" in source, f"torch {torch.__version__}: SchedulerNode no longer sets _sizes"
 
@@ -30,6 +31,7 @@ def test_private_hooks_used_at_codegen_exist() -> None:
     from torch._inductor.scheduler import Scheduler
 
     assert hasattr(Scheduler, "can_buffer_be_removed_through_fusion"), torch.__version__
+    assert "self.mutation_real_name" in inspect.getsource(Scheduler), torch.__version__
     assert hasattr(GraphLowering, "get_output_names"), torch.__version__
     assert hasattr(torch._ops.OpOverload, "py_impl"), torch.__version__
     assert hasattr(torch._inductor.config, "force_disable_caches"), torch.__version__

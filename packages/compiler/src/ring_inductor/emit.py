@@ -64,7 +64,7 @@ class Tiles:
         self.cols = graph.cols
         self.names: dict[int, str] = {}
         self.kinds: dict[str, tuple[str, torch.dtype]] = {}
-        for n, value in enumerate(v for v in graph.steps):
+        for n, value in enumerate(graph.steps):
             self._add(value, f"t{n}")
         for operand in graph.operands:
             self.kinds.setdefault(operand.name, (_tile_kind(operand), operand.dtype))

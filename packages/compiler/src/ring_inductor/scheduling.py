@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -10,10 +11,15 @@ from ring_inductor import dump
 from ring_inductor.emit import Tiles, build_program, plan_split
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.recorder import record_kernel
-from ring_inductor.torchprivate import BackendFeature, BaseScheduling, OrderedSet, V, drop_fused_buffers, sympy_product
-
-#: Element kinds of the program's buffers, as the runtime binds them (see kernel.Binding).
-_ELEMENTS = {"full": lambda r, c: r * c, "row": lambda r, c: r, "col": lambda r, c: c, "scalar": lambda r, c: 1}
+from ring_inductor.torchprivate import (
+    BackendFeature,
+    BaseScheduling,
+    OrderedSet,
+    V,
+    drop_fused_buffers,
+    sympy_product,
+    wrapper_name,
+)
 
 
 def _fits(nodes: list[Any]) -> bool:
@@ -65,10 +71,10 @@ class RingScheduling(BaseScheduling):
         arguments: list[str] = []
         bindings = []
         for op in graph.operands:
-            real = V.graph.scheduler.mutation_real_name.get(op.buffer, op.buffer)
+            real = wrapper_name(op.buffer)
             if real not in arguments:
                 arguments.append(real)
-            elements = _ELEMENTS.get(op.access.kind, lambda r, c: r * c)(graph.rows, graph.cols)
+            elements = math.prod(program["buffers"][op.name]["shape"])
             a = op.access
             bindings.append(
                 (op.name, arguments.index(real), a.kind, a.sizes, a.strides, a.offset, elements, op.is_output)

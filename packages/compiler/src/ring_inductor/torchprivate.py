@@ -101,6 +101,11 @@ def drop_fused_buffers(stored: list[str], nodes: list[Any]) -> set[str]:
     return dropped
 
 
+def wrapper_name(buffer: str) -> str:
+    """The wrapper variable holding `buffer` (a mutated buffer is written through its original's name)."""
+    return V.graph.scheduler.mutation_real_name.get(buffer, buffer)
+
+
 def node_loop_body(node: Any) -> tuple[Any, tuple[list[Any], list[Any]]]:
     """A scheduler node's loop body and its (pointwise, reduction) iteration sizes."""
     try:
