@@ -250,3 +250,13 @@ def test_an_unwritable_results_path_is_a_one_line_usage_error(iso, pytester: pyt
     assert "INTERNALERROR" not in output
     assert "Traceback" not in output
     result.stderr.fnmatch_lines([f"ERROR: --testreuse-results: cannot write {pytester.path / 'a_directory'}: *"])
+
+
+def test_a_folder_argument_runs_each_upstream_test_once_under_its_config(iso, tmp_path: Path) -> None:
+    """`pytest --torch-root R R/test` from another folder: the folder names its upstream files, which pytest would
+    otherwise collect a second time as plain modules that no config decides."""
+    result, records, _ = iso(str(tmp_path / "torch_root" / "test"))
+    assert outcomes(records) == EXPECTED
+    assert all("mode" in record for record in records.values()), "every case was decided by the config"
+    counted = result.parseoutcomes()
+    assert sum(counted.get(k, 0) for k in ("passed", "failed", "skipped", "xfailed", "errors")) == len(EXPECTED)
