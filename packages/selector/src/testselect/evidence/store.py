@@ -105,9 +105,7 @@ def ops_of(store: Store, node_id: str) -> list[dict] | None:
             dtypes.setdefault(op, []).append(dtype)
         counts = store.db.execute("SELECT op, count FROM case_ops WHERE case_id = ? ORDER BY op", (case_id,))
         ops = [{"op": op, "count": count, "dtypes": dtypes.get(op, [])} for op, count in counts]
-        shown.append(
-            {"node_id": case_node, "outcome": outcome, "duration": duration, "recorder": recorder, "ops": ops}
-        )
+        shown.append({"node_id": case_node, "outcome": outcome, "duration": duration, "recorder": recorder, "ops": ops})
     return shown
 
 

@@ -43,9 +43,18 @@ def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Cap
     return dataclasses.replace(capabilities, aten_ops=ops)
 
 
-def _effective(entries: dict[tuple[str, str | None], Decision], node_id: str, dtype: str | None) -> Decision:
-    """The entry deciding a test's `dtype` cases: its own, else the whole test's."""
-    return entries.get((node_id, dtype)) or entries[(node_id, None)]
+Key = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
+
+
+def _key(decision: Decision) -> Key:
+    """What an entry decides: its test, and the dtype, OpInfos and ModuleInfos it is scoped to."""
+    return decision.node_id, decision.dtype, decision.ops, decision.modules
+
+
+def _effective(entries: dict[Key, Decision], key: Key) -> Decision:
+    """The entry deciding these cases now: one of the same scope, else the test's dtype entry, else the test's."""
+    node_id, dtype = key[0], key[1]
+    return entries.get(key) or entries.get((node_id, dtype, (), ())) or entries[(node_id, None, (), ())]
 
 
 def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, ...]) -> EnableOpReport:
@@ -65,14 +74,14 @@ def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, 
     device = reasoner.profile.device
     old = {plan.config_name(p): plan.render(p, d, device) for p, d in before.items()}
     new = {plan.config_name(p): plan.render(p, d, device) for p, d in after.items()}
-    was = {(d.node_id, d.dtype): d for decisions in before.values() for d in decisions}
-    now = {(d.node_id, d.dtype): d for decisions in after.values() for d in decisions}
+    was = {_key(d): d for decisions in before.values() for d in decisions}
+    now = {_key(d): d for decisions in after.values() for d in decisions}
     admitted, blocked = [], []
-    for (node_id, dtype), entry in sorted(was.items(), key=lambda item: (item[0][0], item[0][1] or "")):
-        if node_id not in waiting or entry.basis != "op evidence: aten ops":
+    for key, entry in sorted(was.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2:])):
+        if entry.node_id not in waiting or entry.basis != "op evidence: aten ops":
             continue
-        current = _effective(now, node_id, dtype)
-        change = Change(node_id, dtype, entry.mode, current.mode, current.reason)
+        current = _effective(now, key)
+        change = Change(entry.node_id, entry.dtype, entry.mode, current.mode, current.reason)
         (admitted if current.mode == "mandatory_success" else blocked).append(change)
     return EnableOpReport(
         op, dtypes, len(cases), waiting, tuple(admitted), tuple(blocked), configdiff.unified(old, new)

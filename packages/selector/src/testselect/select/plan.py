@@ -12,6 +12,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from testselect.index.store import Store
+from testselect.refine import store as device_store
+from testselect.refine.rebucket import rebucket
 from testselect.select.reasoner import CaseFacts, Decision, FileScope, Reasoner, TestFacts, case_dtype
 
 
@@ -36,6 +38,7 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
         for case_id, node_id, test_node_id, outcome in db.execute(current):
             recorded = {op: frozenset(d) for op, d in ops[case_id].items()}
             cases[test_node_id].append(CaseFacts(node_id, case_dtype(node_id), outcome, recorded))
+    observed = device_store.device_facts(store)
     files: dict[str, tuple[str | None, list[TestFacts]]] = {
         path: (error, []) for path, error in db.execute("SELECT path, error FROM files ORDER BY path")
     }
@@ -50,6 +53,7 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
                 restrictions=tuple(r["name"] for r in params.get("restrictions", [])),
                 instantiations=classes.get((path, test["class_name"]), ()),
                 cases=tuple(cases.get(test["node_id"], [])),
+                device_cases=tuple(observed.get(test["node_id"], [])),
             )
         )
     return files
@@ -61,13 +65,22 @@ def plan_scope(store: Store, reasoner: Reasoner) -> list[FileScope]:
 
 
 def select(store: Store, reasoner: Reasoner) -> dict[str, list[Decision]]:
-    """path -> decisions for each test of every file in scope, in node-id order."""
+    """path -> decisions for each test of every file in scope, in node-id order. Whatever the reasoner predicts,
+    the cases recorded on the profile's device (`testselect refine`) re-bucket it: execution beats prediction."""
     files = facts(store)
+    profile = getattr(reasoner, "profile", None)
+    device = profile.device if profile is not None else None
     chosen = {}
     for path, (error, tests) in files.items():
         if reasoner.scope(path, error, tests).selected:
-            chosen[path] = [d for test in tests for d in reasoner.bucket(test)]
+            chosen[path] = [d for test in tests for d in observed(reasoner.bucket(test), test, device)]
     return chosen
+
+
+def observed(decisions: list[Decision], test: TestFacts, device: str | None) -> list[Decision]:
+    """The test's decisions re-bucketed by its cases observed on `device` (unchanged when none ran there)."""
+    cases = [c for c in test.device_cases if c.device == device]
+    return rebucket(decisions, cases, device) if cases and device else decisions
 
 
 def config_name(path: str) -> str:
@@ -92,8 +105,12 @@ def render(path: str, decisions: list[Decision], device: str) -> str:
         lines.append(f"        - names: [{quote(name)}]")
         lines.append(f"          mode: {d.mode}")
         lines.append(f"          reason: {quote(d.reason)}")
+        scope = (("ops", d.ops), ("modules", d.modules))
+        only = [f"{key}: [{', '.join(quote(v) for v in values)}]" for key, values in scope if values]
         if d.dtype is not None:
-            lines.append(f"          only: {{dtypes: [{d.dtype}]}}")
+            only.append(f"dtypes: [{d.dtype}]")
+        if only:
+            lines.append(f"          only: {{{', '.join(only)}}}")
     if not decisions:
         lines[-1] = "      tests: []"
     return "\n".join(lines) + "\n"

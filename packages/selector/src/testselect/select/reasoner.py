@@ -35,6 +35,7 @@ class TestFacts:
     restrictions: tuple[str, ...]  # decorator names
     instantiations: tuple[dict, ...]
     cases: tuple[CaseFacts, ...] = ()
+    device_cases: tuple[DeviceCase, ...] = ()  # observed on the device (current content hash): beat prediction
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,23 @@ class CaseFacts:
     dtype: str | None
     outcome: str
     ops: dict[str, frozenset[str]] = field(default_factory=dict)  # aten op -> dtypes of its tensor arguments
+
+
+@dataclass(frozen=True)
+class DeviceCase:
+    """One case as a run on the device ended (`testselect refine` records them): its OpInfo / ModuleInfo and dtypes
+    as the testreuse plugin parametrized it, and for a failure testreuse triage's cause."""
+
+    node_id: str  # file::TestFooRING::test_bar_ring_float32 (under test/)
+    device: str
+    run: str  # the run it was observed in
+    outcome: str  # passed xpassed failed error xfailed skipped crashed timeout
+    op: str | None = None  # OpInfo full name
+    module: str | None = None  # ModuleInfo name
+    dtypes: tuple[str, ...] = ()
+    category: str | None = None  # None: it passed; else triage's (unsupported_op, numerics, crash, ...) or flaky
+    reason: str = ""  # triage's one-line reason
+    evidence: dict = field(default_factory=dict, compare=False)  # triage's figures (numerics: max_abs, ...)
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,8 @@ class Decision:
     reason: str
     basis: str  # the kind of fact: written as the comment beside the entry
     dtype: str | None = None
+    ops: tuple[str, ...] = ()  # only these OpInfos' cases (`only: {ops: [...]}`)
+    modules: tuple[str, ...] = ()  # only these ModuleInfos' cases (`only: {modules: [...]}`)
 
 
 class Reasoner(Protocol):

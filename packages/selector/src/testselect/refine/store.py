@@ -1,0 +1,96 @@
+"""The device outcomes table, in the index's own SQLite file next to the CPU evidence: one row per device and case,
+the last observation wins, and a row whose content hash is not its test's current one is ignored, as evidence is.
+Created on first use; the index's format is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from testselect.index.store import Store
+from testselect.select.reasoner import DeviceCase
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS device_cases (
+    id INTEGER PRIMARY KEY,
+    device TEXT NOT NULL,           -- the profile's device: ring
+    node_id TEXT NOT NULL,          -- the pytest id under test/: file::TestFooRING::test_bar_ring_float32
+    test_node_id TEXT NOT NULL,     -- the generic test's: file::TestFoo::test_bar (tests.node_id)
+    op TEXT,                        -- the OpInfo's full name, as the testreuse plugin parametrized the case
+    module TEXT,                    -- the ModuleInfo's name
+    dtypes TEXT NOT NULL,           -- JSON list: the case's dtypes
+    outcome TEXT NOT NULL,          -- passed xpassed failed error xfailed skipped crashed timeout
+    category TEXT,                  -- NULL: passed; else testreuse triage's cause category, or flaky
+    reason TEXT NOT NULL,           -- triage's one-line reason ('' for a pass)
+    evidence TEXT NOT NULL,         -- JSON: triage's figures for the cause
+    content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit makes it stale
+    run TEXT NOT NULL,              -- the run id (a crcr run's, or the results file's name)
+    UNIQUE (device, node_id)
+);
+CREATE INDEX IF NOT EXISTS device_cases_test ON device_cases(test_node_id);
+"""
+
+
+def ensure(store: Store) -> None:
+    """Add the device outcomes table to an index that has none yet."""
+    store.db.executescript(SCHEMA)
+
+
+def exists(store: Store) -> bool:
+    return store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'device_cases'").fetchone() is not None
+
+
+def record(store: Store, test_node_id: str, case: DeviceCase) -> None:
+    """Replace the case's previous observation on its device; the content hash is its indexed test's as of now."""
+    row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (test_node_id,)).fetchone()
+    store.db.execute("DELETE FROM device_cases WHERE device = ? AND node_id = ?", (case.device, case.node_id))
+    store.db.execute(
+        "INSERT INTO device_cases (device, node_id, test_node_id, op, module, dtypes, outcome, category, reason, "
+        "evidence, content_hash, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            case.device,
+            case.node_id,
+            test_node_id,
+            case.op,
+            case.module,
+            json.dumps(list(case.dtypes)),
+            case.outcome,
+            case.category,
+            case.reason,
+            json.dumps(case.evidence, sort_keys=True),
+            row[0] if row else "",
+            case.run,
+        ),
+    )
+
+
+def device_facts(store: Store) -> dict[str, list[DeviceCase]]:
+    """generic test node id -> its current device cases (every device), by node id; {} when none were recorded."""
+    if not exists(store):
+        return {}
+    query = (
+        "SELECT d.test_node_id, d.node_id, d.device, d.run, d.outcome, d.op, d.module, d.dtypes, d.category, "
+        "d.reason, d.evidence FROM device_cases d JOIN tests t ON t.node_id = d.test_node_id "
+        "AND t.content_hash = d.content_hash ORDER BY d.node_id, d.device"  # stale rows: unknown
+    )
+    found: dict[str, list[DeviceCase]] = defaultdict(list)
+    for test, node, device, run, outcome, op, module, dtypes, category, reason, evidence in store.db.execute(query):
+        shape = tuple(json.loads(dtypes))
+        found[test].append(
+            DeviceCase(node, device, run, outcome, op, module, shape, category, reason, json.loads(evidence))
+        )
+    return dict(found)
+
+
+def totals(store: Store, device: str) -> dict[str, int]:
+    """Rows recorded for `device`, and how many of them are current (their test's content hash unchanged)."""
+    if not exists(store):
+        return {"device_cases": 0, "current": 0}
+    rows = store.db.execute("SELECT COUNT(*) FROM device_cases WHERE device = ?", (device,)).fetchone()[0]
+    current = store.db.execute(
+        "SELECT COUNT(*) FROM device_cases d JOIN tests t ON t.node_id = d.test_node_id "
+        "AND t.content_hash = d.content_hash WHERE d.device = ?",
+        (device,),
+    ).fetchone()[0]
+    return {"device_cases": rows, "current": current}
