@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,3 +62,27 @@ class KernelGraph:
         """Stop writing `buffers` to device memory (values only this kernel reads)."""
         self.stores = [(op, value) for op, value in self.stores if op.buffer not in buffers]
         self.operands = [op for op in self.operands if not (op.is_output and op.buffer in buffers)]
+
+    def fold_casts(self) -> None:
+        """A float compute step whose only reader is a cast to another float dtype writes that dtype itself.
+
+        The device rounds each result once to its output tile's dtype, so this saves a step, a tile and a rounding.
+        """
+        readers: Counter[int] = Counter(id(v) for step in self.steps for v in step.inputs)
+        readers.update(id(v) for _, v in self.stores)
+        folded: dict[int, Value] = {}
+        for value in self.steps:
+            value.inputs = tuple(folded.get(id(v), v) for v in value.inputs)
+            source = value.inputs[0] if value.fn == "cast" else None
+            if (
+                source is not None
+                and source.fn not in (None, "cast")
+                and not source.sized
+                and readers[id(source)] == 1
+                and source.dtype.is_floating_point
+                and value.dtype.is_floating_point
+            ):
+                source.dtype = value.dtype
+                folded[id(value)] = source
+        self.steps = [v for v in self.steps if id(v) not in folded]
+        self.stores = [(op, folded.get(id(v), v)) for op, v in self.stores]

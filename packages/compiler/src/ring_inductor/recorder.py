@@ -28,6 +28,7 @@ ELEMENTWISE: dict[str, str] = {
     "erfc": "special_erfc",
     "trunc": "trunc",
 }
+_NARROW = (torch.float16, torch.bfloat16)
 _COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "isnan"})
 #: Inductor reduction types and the aten reduction over the last dim that computes them.
 REDUCTIONS: dict[str, str] = {"sum": "sum", "max": "amax", "min": "amin", "prod": "prod", "any": "amax"}
@@ -131,8 +132,8 @@ class Recorder:
         return index
 
     def to_dtype(self, x: Value, dtype: torch.dtype, src_dtype: Any = None, use_compute_types: bool = True) -> Value:
-        if x.dtype == dtype:
-            return x
+        if x.dtype == dtype or (x.dtype in _NARROW and dtype == torch.float32):
+            return x  # the device widens float16/bfloat16 tiles to float32 for every compute anyway
         return self._step("cast", [x], dtype)
 
     def where(self, cond: Value, a: Value, b: Value) -> Value:

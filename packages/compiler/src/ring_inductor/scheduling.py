@@ -62,6 +62,7 @@ class RingScheduling(BaseScheduling):
         try:
             graph = record_kernel(nodes)
             graph.drop_stores(drop_fused_buffers([op.buffer for op, _ in graph.stores], nodes))
+            graph.fold_casts()
             wrapper = V.graph.wrapper_code
             name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
             program, decisions = build_program(name, graph)
