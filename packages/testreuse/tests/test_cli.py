@@ -167,3 +167,47 @@ def test_validate_collect_checks_names_against_tests_made_at_import(
     assert collected.returncode == ExitCode.INVALID_CONFIG, collected.stderr
     where = f"{config}:7:19: test_suite_config.files[0].tests[1].names[0]"
     assert collected.stderr.splitlines() == [f"error: {where}: no test 'TestMade::test_made_gamma' upstream"]
+
+
+NO_CASE_HERE = """\
+import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase
+
+
+class TestNarrow(TestCase):
+    def test_any(self, device):
+        pass
+
+    @ops([op for op in op_db if op.name == "sub"], allowed_dtypes=(torch.float32,))
+    def test_sub_only(self, device, dtype, op):
+        pass
+
+
+instantiate_device_type_tests(TestNarrow, globals())
+"""
+
+NO_CASE_CONFIG = """\
+test_suite_config:
+  global:
+    supported_ops: [{name: add}]
+  files:
+    - path: ${TORCH_ROOT}/test/test_narrow.py
+      tests:
+        - names: [TestNarrow::test_any]
+          mode: mandatory_success
+        - names: [TestNarrow::test_sub_only]
+          mode: skip
+          reason: the device has no sub kernel
+"""
+
+
+def test_a_defined_test_with_no_case_on_the_device_may_be_named(tmp_path: Path, cli_env: list[str]) -> None:
+    """Its only op is outside the device's supported_ops, so collection makes no case of it; naming it is no typo."""
+    (tmp_path / "root" / "test").mkdir(parents=True)
+    (tmp_path / "root" / "test" / "test_narrow.py").write_text(NO_CASE_HERE)
+    config = tmp_path / "narrow.yaml"
+    config.write_text(NO_CASE_CONFIG)
+    collected = run_cli("validate", str(config), "--torch-root", str(tmp_path / "root"), "--collect", *cli_env)
+    assert collected.returncode == ExitCode.OK, collected.stderr

@@ -71,7 +71,9 @@ def _unique_rules(plan: Plan) -> list[PlacedRule]:
 
 def missing_test_names(plan: Plan, collected: Mapping[Path, Set[str]] | None) -> list[Problem]:
     """A name must exist in at least one upstream file its rule's entry expanded to: by the files' syntax trees,
-    or by `collected` (what collection produced per file; rules only in files it lacks are not checked)."""
+    and with `collected` (what collection produced per file; rules only in files it lacks are not checked) also by
+    collection, which adds the tests made at import time. A test the file defines can have no case on a device
+    (every op or dtype it is parametrized with is outside the device's): naming it is no typo."""
     known: dict[int, set[str]] = defaultdict(set)
     rules: dict[int, PlacedRule] = {}
     problems: list[Problem] = []
@@ -79,7 +81,7 @@ def missing_test_names(plan: Plan, collected: Mapping[Path, Set[str]] | None) ->
         if collected is not None and path not in collected:
             continue
         try:
-            tests = generic_tests(path) if collected is None else collected[path]
+            tests = generic_tests(path) | (collected[path] if collected is not None else set())
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError) as exc:
             # ValueError: null bytes; RecursionError and MemoryError: nesting too deep for Python's own parser
             where = file_plan.entry_locations[0]
