@@ -71,6 +71,19 @@ def test_precision_recall_and_what_is_reported_apart(tmp_path: Path) -> None:
     ]
 
 
+def test_recall_within_the_device_scope_leaves_out_what_the_device_file_filters(tmp_path: Path) -> None:
+    truth = _truth(tmp_path / "truth.jsonl", [_ran(n, "passed") for n in "acef"])
+    scope = [_listed(n, "mandatory_success") for n in "ace"] + [_listed("f", "skip", "dtype int8 is not supported")]
+    result = score(tmp_path, [truth], None, "ring", listed=LISTED, scope=tmp_path, scope_listed=scope)
+    assert (result.recall, result.passing_in_scope, result.admitted_in_scope, result.recall_in_scope) == (
+        0.25,
+        3,
+        1,
+        0.3333,
+    )
+    assert score(tmp_path, [truth], None, "ring", listed=LISTED).recall_in_scope is None
+
+
 def test_truth_of_another_rootdir_and_without_generic_names(tmp_path: Path) -> None:
     root = tmp_path / "torch"
     (root / "test").mkdir(parents=True)
@@ -97,6 +110,7 @@ def test_score_bad_input_is_one_error_line(tmp_path: Path, capsys: pytest.Captur
         (["--truth", str(bad)], f"error: {bad}:2: a record is a JSON object"),
         (["--truth", str(bad), "--limit", "0"], "error: --limit 0: must be at least 1"),
         (["--truth", str(bad), "--torch-root", str(tmp_path)], f"error: --torch-root {tmp_path}: no test/ folder"),
+        (["--truth", str(bad), "--scope", str(tmp_path / "x")], f"error: --scope {tmp_path / 'x'}: no such directory"),
     ]:
         assert main(["score", "--configs", str(configs), *argv]) == 2
         err = capsys.readouterr().err

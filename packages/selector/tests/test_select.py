@@ -11,7 +11,8 @@ from testselect.cli import main
 from testselect.evidence import store as evidence
 from testselect.index.store import Store
 from testselect.select.profile import HOOKS, ProfileError, load_profile
-from testselect.select.reasoner import case_dtype
+from testselect.select.reasoner import RuleReasoner, case_dtype
+from testselect.select.reasoner import TestFacts as Facts
 from toytree import write
 
 REPO = Path(__file__).resolve().parents[3]
@@ -22,7 +23,7 @@ def test_profile_loads_the_repo_profile() -> None:
     assert profile.device == "ring"
     assert profile.hooks["eager_ops"] is True
     assert profile.hooks["autograd"] is False
-    assert profile.dtypes == ("float16", "bfloat16", "float32")
+    assert profile.dtypes == ("float16", "bfloat16", "float32", "bool", "uint8", "int8", "int16", "int32", "int64")
 
 
 def test_profile_bad_fields_are_located_one_line_each(tmp_path: Path) -> None:
@@ -147,3 +148,24 @@ def test_plan_scope_json_and_bad_capabilities(toy: dict[str, Path], capsys: pyte
     assert main([*args, "--out", str(toy["out"])]) == 2
     assert capsys.readouterr().err == f"error: {bad}: supported_dtypes: expected a list\n"
     assert not toy["out"].exists()
+
+
+def test_complex_blocks_a_whole_test_only_when_nothing_decides_per_dtype() -> None:
+    """An @ops/@modules test that names complex dtypes has them per case (the device's dtypes keep them out); a
+    plain test with no readable @dtypes that uses complex cannot run."""
+    profile = load_profile(REPO / "configs" / "backend.yaml")
+    reasoner = RuleReasoner(profile)
+    facts = {
+        "node_id": "t.py::T::test_x",
+        "features": ("complex",),
+        "dtypes": (),
+        "restrictions": (),
+        "instantiations": (),
+    }
+    (per_case,) = reasoner.bucket(Facts(**facts, info_driven=True))
+    assert per_case.mode == "mandatory_success"
+    (whole,) = reasoner.bucket(Facts(**facts))
+    assert (whole.mode, whole.reason) == (
+        "skip",
+        "needs complex, which the backend profile does not hook (complex: no)",
+    )

@@ -45,6 +45,10 @@ class Score:
     true_positives: int = 0  # admitted and really passing
     precision: float | None = None
     recall: float | None = None
+    scope: str | None = None  # configs whose mandatory_success cases are the device's declared scope
+    passing_in_scope: int = 0  # really-passing cases in that scope (the same for every configs scored)
+    admitted_in_scope: int = 0  # of those, admitted
+    recall_in_scope: float | None = None  # the selection's own recall: admitted_in_scope / passing_in_scope
     admitted_ratio: float | None = None  # admitted / total
     not_in_truth: int = 0  # admitted cases the truth lacks (not counted either way)
     not_in_truth_examples: list[str] = field(default_factory=list)
@@ -100,8 +104,14 @@ def score(
     device: str | None,
     limit: int = 10,
     listed: list[dict[str, Any]] | None = None,
+    scope: Path | None = None,
+    scope_listed: list[dict[str, Any]] | None = None,
 ) -> Score:
-    """Score the configs in `configs` against the truth files (`listed`: `testreuse list` output, if already made)."""
+    """Score the configs in `configs` against the truth files (`listed`: `testreuse list` output, if already made).
+
+    `scope`: configs that admit what the device declares it can run (its device file with every test
+    `mandatory_success`; `scope_listed`: their listing, if already made): recall within it separates the
+    selection's misses from the device file's filters."""
     truth = read_truth(truth_paths, torch_root)
     cases = listed if listed is not None else collected([configs], torch_root, device)
     result = Score([str(p) for p in truth_paths], str(configs))
@@ -125,6 +135,14 @@ def score(
         result.precision = round(result.true_positives / len(in_truth), 4)
     if passing:
         result.recall = round(result.true_positives / len(passing), 4)
+    if scope is not None:
+        scoped = scope_listed if scope_listed is not None else collected([scope], torch_root, device)
+        declared = {c["nodeid"] for c in scoped if c["mode"] == ADMITTED}
+        result.scope = str(scope)
+        result.passing_in_scope = len(declared & passing)
+        result.admitted_in_scope = len(declared & passing & admitted)
+        if result.passing_in_scope:
+            result.recall_in_scope = round(result.admitted_in_scope / result.passing_in_scope, 4)
     if truth:
         result.admitted_ratio = round(len(admitted & truth.keys()) / len(truth), 4)
     false_pos = sorted(in_truth - passing)

@@ -24,6 +24,11 @@ def _setup(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--torch-root", help="the upstream tree (default: TORCH_ROOT, else testreuse's embedded one)")
     parser.add_argument("--device", help="the privateuse1 backend's name, e.g. ring (checked by testreuse)")
+    parser.add_argument(
+        "--scope",
+        metavar="DIR",
+        help="configs admitting what the device declares (its device file, every test mandatory): recall within it",
+    )
     parser.add_argument("--limit", type=int, default=10, help="tests shown per list (default: 10)")
     parser.add_argument("--json", action="store_true", help="the figures and the lists as JSON")
 
@@ -49,6 +54,9 @@ def _print(result: Score) -> None:
     precision = _ratio(result.precision, result.true_positives, result.admitted_in_truth)
     print(f"precision {precision} admitted cases really pass")
     print(f"recall    {_ratio(result.recall, result.true_positives, result.passing)} really-passing cases are admitted")
+    if result.scope is not None:
+        in_scope = _ratio(result.recall_in_scope, result.admitted_in_scope, result.passing_in_scope)
+        print(f"          {in_scope} within the device's declared scope ({result.scope})")
     print(f"admitted/total {_ratio(result.admitted_ratio, result.admitted_in_truth, result.total)}")
     if result.not_in_truth:
         shown = ", ".join(result.not_in_truth_examples[:3])
@@ -67,6 +75,8 @@ def _run(args: argparse.Namespace) -> int:
     configs = Path(args.configs)
     if not configs.is_dir() and not configs.is_file():
         raise CliError(f"--configs {configs}: no such directory or file")
+    if args.scope and not Path(args.scope).is_dir():
+        raise CliError(f"--scope {args.scope}: no such directory")
     for truth in args.truth:
         if not Path(truth).is_file():
             raise CliError(f"--truth {truth}: no such results file")
@@ -74,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     if root is not None and not (root / "test").is_dir():
         raise CliError(f"--torch-root {root}: no test/ folder")
     try:
-        result = score(configs, [Path(t) for t in args.truth], root, args.device, args.limit)
+        scope = Path(args.scope) if args.scope else None
+        result = score(configs, [Path(t) for t in args.truth], root, args.device, args.limit, scope=scope)
     except RecordsError as exc:
         raise CliError(str(exc)) from None
     except ToolError as exc:

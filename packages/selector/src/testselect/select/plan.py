@@ -53,6 +53,7 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
                 restrictions=tuple(r["name"] for r in params.get("restrictions", [])),
                 instantiations=classes.get((path, test["class_name"]), ()),
                 cases=tuple(cases.get(test["node_id"], [])),
+                info_driven="ops" in params or "modules" in params,
                 device_cases=tuple(observed.get(test["node_id"], [])),
             )
         )

@@ -35,6 +35,7 @@ class TestFacts:
     restrictions: tuple[str, ...]  # decorator names
     instantiations: tuple[dict, ...]
     cases: tuple[CaseFacts, ...] = ()
+    info_driven: bool = False  # @ops / @modules: each case's dtype comes from its OpInfo / ModuleInfo
     device_cases: tuple[DeviceCase, ...] = ()  # observed on the device (current content hash): beat prediction
 
 
@@ -128,8 +129,8 @@ class RuleReasoner:
         for feature in test.features:
             if feature not in HOOK_FEATURES or self._hooked(feature):
                 continue
-            if feature == "complex" and test.dtypes:
-                continue  # decided per dtype below
+            if feature == "complex" and (test.dtypes or test.info_driven):
+                continue  # decided per dtype below, or by the device's dtypes per OpInfo case
             return f"needs {feature}, which the backend profile does not hook ({feature}: no)", "profile hooks"
         return None
 
