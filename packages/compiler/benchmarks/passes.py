@@ -19,6 +19,7 @@ from ring_inductor.plan.emit import Emitted
 from ring_inductor.plan.emit_handover import elementwise_pass, emit_handover, then
 from ring_inductor.plan.emit_matmul import emit_matmul
 from ring_inductor.plan.emit_rows import emit_rows, plan_rows
+from ring_inductor.plan.examples import matmul_graph, softmax_graph
 from ring_inductor.plan.graph import Graph
 from ring_inductor.plan.scratchpad import SOLVERS, allocate, core_buffers, load
 from ringsim.engine import KernelReport, launch, parse_program, plan
@@ -46,20 +47,8 @@ def _run(emitted: Emitted, inputs: dict[str, torch.Tensor]) -> tuple[KernelRepor
     return report, emitted.unpack(buffers)
 
 
-def _softmax_graph() -> Graph:
-    graph = Graph()
-    graph.tensor("x", (512, 1024))
-    graph.reduction("max", "amax", "x", 1, "m")
-    graph.pointwise("sub", "sub", ["x", "m"], "d")
-    graph.pointwise("exp", "exp", ["d"], "e")
-    graph.reduction("sum", "sum", "e", 1, "s")
-    graph.pointwise("div", "div", ["e", "s"], "y")
-    graph.outputs = ["y"]
-    return graph
-
-
 def softmax() -> None:
-    graph = _softmax_graph()
+    graph = softmax_graph(512, 1024)
     x = torch.randn(512, 1024, generator=torch.Generator().manual_seed(0)).half()
     reference = torch.softmax(x.double(), -1)
     trip = plan_rows(graph, 1, resident=False)
@@ -81,18 +70,9 @@ def softmax() -> None:
     )
 
 
-def _matmul_graph(m: int, k: int, n: int) -> Graph:
-    graph = Graph()
-    graph.tensor("a", (m, k))
-    graph.tensor("b", (k, n))
-    graph.matmul("mm", "a", "b", "c")
-    graph.outputs = ["c"]
-    return graph
-
-
 def matmul(quick: bool) -> None:
     m, k, n = (1024, 2048, 4096) if quick else (8192, 32768, 4096)
-    graph = _matmul_graph(m, k, n)
+    graph = matmul_graph(m, k, n)
     division = divide.divide(graph)
     chosen = division.matmuls["mm"]
     grid = next(d for d in division.considered["mm"] if d.scheme == "grid")

@@ -7,21 +7,13 @@ import dataclasses
 import pytest
 from ring_inductor.plan import divide
 from ring_inductor.plan.cost import CostModel
+from ring_inductor.plan.examples import matmul_graph
 from ring_inductor.plan.graph import Graph
 from ringsim.engine import DEFAULT_MODEL
 
 
-def _matmul(m: int, k: int, n: int) -> Graph:
-    graph = Graph()
-    graph.tensor("a", (m, k))
-    graph.tensor("b", (k, n))
-    graph.matmul("mm", "a", "b", "c")
-    graph.outputs = ["c"]
-    return graph
-
-
 def test_the_large_matmul_input_is_split_two_ways_first():
-    plan = divide.divide(_matmul(8192, 32768, 4096))
+    plan = divide.divide(matmul_graph(8192, 32768, 4096))
     assert plan.splits == {"a": divide.TensorSplit("a", 0, 2)}
     chosen = plan.matmuls["mm"]
     assert chosen.m_parts % 2 == 0
@@ -30,18 +22,18 @@ def test_the_large_matmul_input_is_split_two_ways_first():
 
 
 def test_the_cost_model_prefers_sharing_the_left_operand_over_the_ring_when_memory_bound():
-    chosen = divide.divide(_matmul(8192, 32768, 4096)).matmuls["mm"]
+    chosen = divide.divide(matmul_graph(8192, 32768, 4096)).matmuls["mm"]
     assert chosen.scheme == "ring"
-    grids = [d for d in divide.divide(_matmul(8192, 32768, 4096)).considered["mm"] if d.scheme == "grid"]
+    grids = [d for d in divide.divide(matmul_graph(8192, 32768, 4096)).considered["mm"] if d.scheme == "grid"]
     assert chosen.traffic < min(g.traffic for g in grids)
 
 
 def test_span_is_read_from_the_device_model():
     small = CostModel(dataclasses.replace(DEFAULT_MODEL, addressable_span_bytes=64 * 1024))
-    splits = divide.mandatory_splits(_matmul(256, 512, 128), small)
+    splits = divide.mandatory_splits(matmul_graph(256, 512, 128), small)
     assert splits["a"].parts == 4
     assert splits["b"].parts == 2
-    assert divide.mandatory_splits(_matmul(256, 512, 128)) == {}
+    assert divide.mandatory_splits(matmul_graph(256, 512, 128)) == {}
 
 
 def test_row_ops_use_the_cores_that_divide_their_rows():
@@ -55,12 +47,12 @@ def test_row_ops_use_the_cores_that_divide_their_rows():
 @pytest.mark.parametrize("shape", [(128, 128, 512), (1024, 1024, 1024)])
 def test_every_candidate_tile_fits_the_scratchpad(shape):
     cost = CostModel()
-    for candidate in divide.divide(_matmul(*shape)).considered["mm"]:
+    for candidate in divide.divide(matmul_graph(*shape)).considered["mm"]:
         assert candidate.tile.footprint(cost.stick) <= cost.scratchpad
 
 
 def test_no_candidate_reaches_beyond_one_cores_span():
-    graph = _matmul(8192, 32768, 4096)
+    graph = matmul_graph(8192, 32768, 4096)
     cost = CostModel()
     considered = divide.divide(graph).considered["mm"]
     assert considered

@@ -12,21 +12,10 @@ from ring_inductor.plan.divide import TensorSplit
 from ring_inductor.plan.emit_handover import elementwise_pass, emit_handover, then
 from ring_inductor.plan.emit_matmul import emit_matmul
 from ring_inductor.plan.emit_rows import emit_rows, plan_rows
+from ring_inductor.plan.examples import matmul_graph, softmax_graph
 from ring_inductor.plan.graph import Graph
 from ring_inductor.plan.tiling import TilingError
 from ringsim.engine import DEFAULT_MODEL, launch
-
-
-def _softmax(rows: int, cols: int) -> Graph:
-    graph = Graph()
-    graph.tensor("x", (rows, cols))
-    graph.reduction("max", "amax", "x", 1, "m")
-    graph.pointwise("sub", "sub", ["x", "m"], "d")
-    graph.pointwise("exp", "exp", ["d"], "e")
-    graph.reduction("sum", "sum", "e", 1, "s")
-    graph.pointwise("div", "div", ["e", "s"], "y")
-    graph.outputs = ["y"]
-    return graph
 
 
 def _run(emitted, inputs):
@@ -37,7 +26,7 @@ def _run(emitted, inputs):
 
 @pytest.mark.parametrize(("cores", "resident"), [(1, True), (1, False), (4, True)])
 def test_softmax_matches_torch_resident_or_round_trip(cores, resident):
-    graph = _softmax(256, 512)
+    graph = softmax_graph(256, 512)
     kernel = plan_rows(graph, cores, resident)
     x = torch.randn(256, 512, generator=torch.Generator().manual_seed(0)).half()
     report, out = _run(emit_rows(graph, kernel, "softmax"), {"x": x})
@@ -48,7 +37,7 @@ def test_softmax_matches_torch_resident_or_round_trip(cores, resident):
 
 
 def test_resident_intermediates_share_space_and_move_fewer_bytes():
-    graph = _softmax(256, 512)
+    graph = softmax_graph(256, 512)
     kept, trip = plan_rows(graph, 1, True), plan_rows(graph, 1, False)
     assert kept.placement.offsets["x"] == kept.placement.offsets["y"]
     x = torch.randn(256, 512).half()
@@ -58,21 +47,12 @@ def test_resident_intermediates_share_space_and_move_fewer_bytes():
     assert kept_report.total_cycles < trip_report.total_cycles
 
 
-def _matmul(m: int, k: int, n: int) -> Graph:
-    graph = Graph()
-    graph.tensor("a", (m, k))
-    graph.tensor("b", (k, n))
-    graph.matmul("mm", "a", "b", "c")
-    graph.outputs = ["c"]
-    return graph
-
-
 @pytest.mark.parametrize("scheme", ["ring", "grid"])
 @pytest.mark.parametrize("span", [None, 64 * 1024])
 def test_matmul_schemes_match_torch(scheme, span):
     """With a span of 64 KiB the 128 KiB left operand is split in two buffers by the mandatory pass."""
     cost = CostModel(dataclasses.replace(DEFAULT_MODEL, addressable_span_bytes=span)) if span else CostModel()
-    graph = _matmul(512, 128, 256)
+    graph = matmul_graph(512, 128, 256)
     plan = divide.divide(graph, cost)
     parts = 2 if span else 1
     assert plan.splits.get("a", TensorSplit("a", 0, 1)).parts == parts
@@ -88,7 +68,7 @@ def test_matmul_schemes_match_torch(scheme, span):
 
 
 def test_a_grid_matmul_fuses_its_epilogue_and_the_unfused_kernel_agrees():
-    graph = _matmul(128, 128, 256)
+    graph = matmul_graph(128, 128, 256)
     division = next(d for d in divide.divide(graph).considered["mm"] if d.scheme == "grid")
     a, b = torch.randn(128, 128).half(), torch.randn(128, 256).half()
     fused = emit_matmul(graph, graph.ops[0], division, None, epilogue=["gelu"])

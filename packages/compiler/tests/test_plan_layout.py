@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 from ring_inductor.plan import layout
+from ring_inductor.plan.examples import softmax_graph
 from ring_inductor.plan.graph import Graph, OpKind
 
 
-def _softmax() -> Graph:
-    graph = Graph()
-    graph.tensor("x", (64, 256))
-    graph.reduction("max", "amax", "x", 1, "m")
-    graph.pointwise("sub", "sub", ["x", "m"], "d")
-    graph.pointwise("exp", "exp", ["d"], "e")
-    graph.reduction("sum", "sum", "e", 1, "s")
-    graph.pointwise("div", "div", ["e", "s"], "y")
-    graph.outputs = ["y"]
-    return graph
-
-
 def test_softmax_needs_no_restickify():
-    planned, plan = layout.assign(_softmax())
+    planned, plan = layout.assign(softmax_graph(64, 256))
     assert plan.count == 0
     assert plan.exact
     assert plan.sticks["y"] == 1
