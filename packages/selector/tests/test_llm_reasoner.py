@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import toytree
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,36 +29,8 @@ from testselect.select.profile import Profile
 from testselect.select.reasoner import CaseFacts, RuleReasoner
 from testselect.select.reasoner import TestFacts as Facts
 
-TOY = """
-import torch
-from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, onlyCUDA
-from torch.testing._internal.common_utils import TestCase
-
-
-class TestToy(TestCase):
-    @dtypes(torch.float32, torch.float64)
-    def test_add(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype).add(1)
-
-    @onlyCUDA
-    def test_cuda_only(self, device):
-        torch.ones(2, device=device)
-
-    def test_grad(self, device):
-        x = torch.ones(2, device=device, requires_grad=True)
-        x.sum().backward()
-
-    @dtypes(torch.float32)
-    def test_lacks(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype).cumsum(0)
-
-    @dtypes(torch.float32)
-    def test_crash(self, device, dtype):
-        torch.ones(2, device=device, dtype=dtype)
-
-
-instantiate_device_type_tests(TestToy, globals())
-"""
+# The selection tests' toy tree, its last test named for the CPU crash this module records for it.
+TOY = toytree.TOY.replace("def test_some_lack(", "def test_crash(")
 
 PROFILE = "device: toy\nhooks:\n  eager_ops: yes\n  autograd: no\ndtypes: [float32, float64]\n"
 CAPS = """\
