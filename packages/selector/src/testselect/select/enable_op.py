@@ -69,8 +69,8 @@ def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, 
     waiting = tuple(sorted({case["test"] for case in cases}))
     files = {node_id.split("::")[0] for node_id in waiting}
     enabled = RuleReasoner(reasoner.profile, with_op(reasoner.capabilities, op, dtypes))
-    before = {p: d for p, d in plan.select(store, reasoner).items() if p in files}
-    after = {p: d for p, d in plan.select(store, enabled).items() if p in files}
+    before = plan.select(store, reasoner, files)
+    after = plan.select(store, enabled, files)
     device = reasoner.profile.device
     old = {plan.config_name(p): plan.render(p, d, device) for p, d in before.items()}
     new = {plan.config_name(p): plan.render(p, d, device) for p, d in after.items()}

@@ -65,21 +65,24 @@ def plan_scope(store: Store, reasoner: Reasoner) -> list[FileScope]:
     return [reasoner.scope(path, error, tests) for path, (error, tests) in facts(store).items()]
 
 
-def select(store: Store, reasoner: Reasoner) -> dict[str, list[Decision]]:
-    """path -> decisions for each test of every file in scope, in node-id order. Whatever the reasoner predicts,
-    the cases recorded on the profile's device (`testselect refine`) re-bucket it: execution beats prediction."""
+def select(store: Store, reasoner: Reasoner, paths: set[str] | None = None) -> dict[str, list[Decision]]:
+    """path -> decisions for each test of every file in scope (of `paths` only, if given), in node-id order.
+    Whatever the reasoner predicts, the cases recorded on the profile's device (`testselect refine`) re-bucket it:
+    execution beats prediction."""
     files = facts(store)
-    profile = getattr(reasoner, "profile", None)
-    device = profile.device if profile is not None else None
     chosen = {}
     for path, (error, tests) in files.items():
-        if reasoner.scope(path, error, tests).selected:
-            chosen[path] = [d for test in tests for d in observed(reasoner.bucket(test), test, device)]
+        if (paths is None or path in paths) and reasoner.scope(path, error, tests).selected:
+            chosen[path] = [d for test in tests for d in decide(reasoner, test)]
     return chosen
 
 
-def observed(decisions: list[Decision], test: TestFacts, device: str | None) -> list[Decision]:
-    """The test's decisions re-bucketed by its cases observed on `device` (unchanged when none ran there)."""
+def decide(reasoner: Reasoner, test: TestFacts) -> list[Decision]:
+    """The reasoner's decisions for a test, re-bucketed by its cases observed on the profile's device (unchanged
+    when none ran there): every command that buckets a test goes through here."""
+    profile = getattr(reasoner, "profile", None)
+    device = profile.device if profile is not None else None
+    decisions = reasoner.bucket(test)
     cases = [c for c in test.device_cases if c.device == device]
     return rebucket(decisions, cases, device) if cases and device else decisions
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
-from testselect.select.plan import config_name, render
+from testselect.select import configdiff
+from testselect.select.plan import config_name, decide, render
 from testselect.select.reasoner import Decision, Reasoner, TestFacts
 
 Facts = dict[str, tuple[str | None, list[TestFacts]]]  # path under test/ -> (parse error, tests), as plan.facts
@@ -33,37 +33,32 @@ def _in_scope(facts: Facts, reasoner: Reasoner) -> dict[str, list[TestFacts]]:
 
 def reevaluate(before: Facts, after: Facts, affected: set[str], reasoner: Reasoner, device: str) -> Reevaluation:
     """Bucket OLD's tests once; in NEW bucket again only `affected` tests and tests OLD did not have."""
-    old = {path: {t.node_id: reasoner.bucket(t) for t in tests} for path, tests in _in_scope(before, reasoner).items()}
+    old = {path: {t.node_id: decide(reasoner, t) for t in tests} for path, tests in _in_scope(before, reasoner).items()}
     result = Reevaluation(before=old, after={})
     for path, tests in _in_scope(after, reasoner).items():
         kept = old.get(path, {})
         per = {}
         for test in tests:
             if test.node_id in affected or test.node_id not in kept:
-                per[test.node_id] = reasoner.bucket(test)
+                per[test.node_id] = decide(reasoner, test)
                 result.reevaluated += 1
             else:
                 per[test.node_id] = kept[test.node_id]
         result.after[path] = per
         result.total += len(tests)
-    for path in sorted(set(old) | set(result.after)):
-        lines = [_config(path, old.get(path), device), _config(path, result.after.get(path), device)]
-        name = config_name(path)
-        diff = list(difflib.unified_diff(*lines, f"a/{name}", f"b/{name}", lineterm=""))
-        if diff:
-            result.diff.extend(line.rstrip("\n") for line in diff)
-            result.files_changed.append(path)
+    configs = [_configs(old, device), _configs(result.after, device)]
+    result.diff = configdiff.unified(*configs).splitlines()
+    result.files_changed = sorted(p for p in set(old) | set(result.after) if _differs(p, *configs))
     return result
 
 
-def _config(path: str, per: dict[str, list[Decision]] | None, device: str) -> list[str]:
-    if per is None:
-        return []
-    return render(path, [d for node in sorted(per) for d in per[node]], device).splitlines(keepends=True)
+def _configs(files: dict[str, dict[str, list[Decision]]], device: str) -> dict[str, str]:
+    """config name -> the rendered config of each file's decisions."""
+    return {
+        config_name(path): render(path, [d for node in sorted(per) for d in per[node]], device)
+        for path, per in files.items()
+    }
 
 
-def diff_size(diff: list[str]) -> tuple[int, int]:
-    """Lines added and removed by a unified diff (its headers not counted)."""
-    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-    return added, removed
+def _differs(path: str, before: dict[str, str], after: dict[str, str]) -> bool:
+    return before.get(config_name(path)) != after.get(config_name(path))

@@ -8,10 +8,11 @@ from typing import Any
 from testselect.index.build import index_tree
 from testselect.index.store import Store
 from testselect.select import plan
+from testselect.select.configdiff import changed_lines
 from testselect.select.reasoner import Decision, Reasoner
 from testselect.upgrade import cases as case_map
 from testselect.upgrade.core import CoreDelta, CoreDump, change_kinds, compare, full_name, release
-from testselect.upgrade.reevaluate import Reevaluation, diff_size, reevaluate
+from testselect.upgrade.reevaluate import Reevaluation, reevaluate
 from testselect.upgrade.tree import index_both, tree_delta
 
 
@@ -20,7 +21,7 @@ def _configs(result: Reevaluation) -> dict[str, Any]:
         side: sum(len(d) for per in getattr(result, side).values() for d in per.values())
         for side in ("before", "after")
     }
-    added, removed = diff_size(result.diff)
+    added, removed = changed_lines("\n".join(result.diff))
     return {
         "tests_reevaluated": result.reevaluated,
         "tests_total": result.total,
