@@ -73,8 +73,10 @@ def test_a_probe_that_did_not_run_passes_nothing() -> None:
     assert "no probe ran" in explain([BOTH], {}, {})[BOTH][1]
 
 
-def _leg(name: str, core: Candidate, outcomes: dict[str, str], matrix: str = "core") -> CombinationResult:
-    combination = Combination(name, matrix, NEW_BACKEND, core, SUITE)  # type: ignore[arg-type]
+def _leg(
+    name: str, core: Candidate, outcomes: dict[str, str], matrix: str = "core", variant: str = ""
+) -> CombinationResult:
+    combination = Combination(name, matrix, NEW_BACKEND, core, SUITE, variant)  # type: ignore[arg-type]
     return CombinationResult(
         combination,
         "failed" if "failed" in outcomes.values() else "passed",
@@ -92,7 +94,17 @@ def test_a_failure_only_on_the_newer_torch_is_upstreams() -> None:
     )
     build_failed = CombinationResult(Combination("x", "core", NEW_BACKEND, OLD_CORE, SUITE), "build_failed")
     # BREAKS_OP fails on both (the backend's), EITHER did not run on 2.13.0 (no evidence)
-    assert core_matrix_upstream([new, other_backend, old, build_failed]) == {UPSTREAM, BOTH}
+    assert core_matrix_upstream([new, other_backend, old, build_failed]) == {"core-2.14.1": {UPSTREAM, BOTH}}
+
+
+def test_only_the_same_variant_on_the_older_torch_is_evidence() -> None:
+    """A compiled failure that passes eagerly on the older torch says nothing about torch: eager never compiled."""
+    eager_old = _leg("core@2.13.0", OLD_CORE, {UPSTREAM: "passed", BOTH: "passed"})
+    eager_new = _leg("primary", NEW_CORE, {UPSTREAM: "failed", BOTH: "passed"}, "primary")
+    compiled_old = _leg("core@2.13.0+compile", OLD_CORE, {UPSTREAM: "passed", BOTH: "failed"}, variant="compile")
+    compiled_new = _leg("primary+compile", NEW_CORE, {UPSTREAM: "passed", BOTH: "failed"}, "primary", "compile")
+    found = core_matrix_upstream([eager_new, compiled_new, eager_old, compiled_old])
+    assert found == {"primary": {UPSTREAM}}
 
 
 def test_versions_order_numerically() -> None:

@@ -65,16 +65,16 @@ def explain(failing: list[str], probes: dict[str, set[str]], pinned: dict[str, s
     return found
 
 
-def core_matrix_upstream(results: list[CombinationResult]) -> set[str]:
-    """Failures present with a newer torch and absent (the test ran and passed) with an older one, for the same
-    backend and suite: upstream's, with no probe needed. A test skipped or not run on the older torch is no
-    evidence."""
-    groups: dict[tuple[str, str], list[CombinationResult]] = {}
+def core_matrix_upstream(results: list[CombinationResult]) -> dict[str, set[str]]:
+    """Per combination, its failures that are absent (the test ran and passed) with an older torch, for the same
+    backend, suite and variant: upstream's, with no probe needed. A test skipped or not run on the older torch is
+    no evidence, and neither is another variant's run (a compiled failure can pass eagerly on any torch)."""
+    groups: dict[tuple[str, str, str], list[CombinationResult]] = {}
     for result in results:
         if result.tests:
-            key = (result.combination.backend.sha, result.combination.suite.sha)
-            groups.setdefault(key, []).append(result)
-    upstream: set[str] = set()
+            combo = result.combination
+            groups.setdefault((combo.backend.sha, combo.suite.sha, combo.variant), []).append(result)
+    upstream: dict[str, set[str]] = {}
     for group in groups.values():
         ordered = sorted(group, key=lambda r: version_key(r.combination.core.version))
         for i, older in enumerate(ordered):
@@ -82,7 +82,9 @@ def core_matrix_upstream(results: list[CombinationResult]) -> set[str]:
             for newer in ordered[i + 1 :]:
                 if version_key(newer.combination.core.version) == version_key(older.combination.core.version):
                     continue
-                upstream |= {t.nodeid for t in newer.tests if t.failing and t.nodeid in passing_old}
+                found = {t.nodeid for t in newer.tests if t.failing and t.nodeid in passing_old}
+                if found:
+                    upstream.setdefault(newer.combination.name, set()).update(found)
     return upstream
 
 

@@ -1,13 +1,16 @@
 """`configs/ci.yaml` (what the CI job runs) and the device profiles it selects (`configs/devices/NAME.yaml`).
 
 The pipeline names no device: the profile says which packages make the backend, how pytest loads it, and where its
-testreuse configs live, so a second privateuse1 backend is one more profile file.
+testreuse configs live, so a second privateuse1 backend is one more profile file. A profile's variants are more
+config folders for the same suite (a compiled run, say): each is its own combination, with its own name and history.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from crcr.configfile import ConfigError, Fields, located, read_mapping
 
@@ -25,6 +28,20 @@ class DeviceProfile:
     configs: dict[str, str]  # suite kind ("embedded" or "upstream") -> testreuse config folder
     backend: str = ""  # --testreuse-backend MODULE[:FUNC]; "" when the backend autoloads
     pythonpath: tuple[str, ...] = ()  # folders the backend module is imported from
+    variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> suite kind -> config folder
+    source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
+
+    def config_folder(self, kind: str, variant: str = "") -> str:
+        """The testreuse config folder for a suite kind ("embedded" or "upstream"), the variant's when one is
+        named; a profile without one stops the run with one line instead of running some other folder."""
+        field_name = f"variants.{variant}" if variant else "configs"
+        folders = self.variants.get(variant) if variant else self.configs
+        if folders is None:
+            declared = ", ".join(sorted(self.variants)) or "none"
+            raise CIConfigError(f"{self.source}: {field_name}: not declared (its variants: {declared})")
+        if kind not in folders:
+            raise CIConfigError(f"{self.source}: {field_name}.{kind}: required: this run's suite is {kind}")
+        return folders[kind]
 
 
 @dataclass(frozen=True)
@@ -42,11 +59,15 @@ class CIConfig:
     test_timeout: float = 300.0
     shard_timeout: float = 3600.0
     matrices: tuple[str, ...] = ("backend", "core")
+    variants: tuple[str, ...] = ()  # the device profile's variants to run besides the plain combinations
     source: Path = field(default=Path("configs/ci.yaml"), compare=False)
 
 
 ISOLATIONS = ("process", "docker")
-_CI_FIELDS = {"device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices"}
+SUITE_KINDS = ("embedded", "upstream")
+#: A variant's name goes into combination names (`primary+compile`) and their folders, so it is kept plain.
+VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
+_CI_FIELDS = {"device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices", "variants"}
 
 
 def load_ci_config(path: Path) -> CIConfig:
@@ -71,6 +92,10 @@ def _load_ci_config(path: Path) -> CIConfig:
     for index, name in enumerate(matrices):
         if name not in ("backend", "core"):
             raise CIConfigError(f"{path}: matrices[{index}]: {name!r} is not a matrix (backend, core)")
+    variants = top.texts("variants")
+    for index, name in enumerate(variants):
+        if name in variants[:index]:
+            raise CIConfigError(f"{path}: variants[{index}]: {name!r} is listed twice")
     return CIConfig(
         device=top.text("device"),
         backend_refs=backend.texts("refs"),
@@ -85,11 +110,27 @@ def _load_ci_config(path: Path) -> CIConfig:
         test_timeout=float(timeouts.number("test", 300.0, minimum=0.001)),
         shard_timeout=float(timeouts.number("shard", 3600.0, minimum=0.001)),
         matrices=matrices,
+        variants=variants,
         source=path,
     )
 
 
-_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath"}
+def check_variants(config: CIConfig, profile: DeviceProfile) -> None:
+    """Every variant `config` asks for is one the device profile declares (the profile holds its config folders)."""
+
+    def check() -> None:
+        declared = ", ".join(sorted(profile.variants)) or "none"
+        for index, name in enumerate(config.variants):
+            if name not in profile.variants:
+                raise CIConfigError(
+                    f"{config.source}: variants[{index}]: {name!r} is not a variant of device profile "
+                    f"{profile.name} (its variants: {declared})"
+                )
+
+    located(config.source, check)
+
+
+_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants"}
 
 
 def load_profile(configs_dir: Path, name: str) -> DeviceProfile:
@@ -104,17 +145,31 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         known = sorted(p.stem for p in (configs_dir / "devices").glob("*.yaml"))
         raise CIConfigError(f"{path}: no device profile {name!r} (profiles: {', '.join(known) or 'none'})")
     top = Fields(path, read_mapping(path), _PROFILE_FIELDS)
-    suites = top.mapping("configs")
-    for kind, folder in suites.items():
-        if kind not in ("embedded", "upstream") or not isinstance(folder, str) or not folder.strip():
-            raise CIConfigError(f"{path}: configs.{kind}: expected embedded/upstream: FOLDER")
-    if not suites:
-        raise CIConfigError(f"{path}: configs: required (embedded and/or upstream config folders)")
+    configs = _folders(path, "configs", top.mapping("configs"))
+    variants = {}
+    for variant, folders in top.mapping("variants").items():
+        if not isinstance(variant, str) or not VARIANT_NAME.match(variant):
+            raise CIConfigError(f"{path}: variants.{variant}: a variant's name is lower-case letters, digits, - and _")
+        if not isinstance(folders, dict):
+            raise CIConfigError(f"{path}: variants.{variant}: expected a mapping (embedded/upstream: FOLDER)")
+        variants[variant] = _folders(path, f"variants.{variant}", folders)
     return DeviceProfile(
         name=name,
         device=top.text("device"),
         requirements=top.texts("requirements"),
-        configs=dict(suites),
+        configs=configs,
         backend=str(top.data.get("backend", "") or ""),
         pythonpath=top.texts("pythonpath"),
+        variants=variants,
+        source=path,
     )
+
+
+def _folders(path: Path, where: str, suites: dict[Any, Any]) -> dict[str, str]:
+    """A `{embedded: FOLDER, upstream: FOLDER}` mapping (one or both): the config folders for each kind of suite."""
+    for kind, folder in suites.items():
+        if kind not in SUITE_KINDS or not isinstance(folder, str) or not folder.strip():
+            raise CIConfigError(f"{path}: {where}.{kind}: expected embedded/upstream: FOLDER")
+    if not suites:
+        raise CIConfigError(f"{path}: {where}: required (embedded and/or upstream config folders)")
+    return dict(suites)

@@ -1,9 +1,12 @@
 """The candidates of a CI run and the combinations they form: the primary one (the latest of all three), the
-backend-version matrix (older backend refs x latest core x latest suite) and the core-version matrix (latest
-backend x each core). Names are stable across runs, so the history can find a combination's last green run."""
+backend-version matrix (older backend refs x latest core x latest suite), the core-version matrix (latest
+backend x each core), and for each configured variant the primary and core-version ones again under the variant's
+config folders (`primary+compile`, `core@2.13.0+compile`; older backend refs get none: their checkouts predate the
+variant's configs). Names are stable across runs, so the history can find a combination's last green run."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 from pathlib import Path
@@ -49,7 +52,8 @@ def tree_digest(folder: Path) -> str:
 
 
 def plan(config: CIConfig, repo: Path, cache: Path, head: str = "HEAD") -> list[Combination]:
-    """Every combination of the run, the primary first; a combination appears once even if two matrices hold it."""
+    """Every combination of the run, the primary first and the variants' last; a combination appears once even if
+    two matrices hold it."""
     latest_backend = backend(repo, head)
     latest_backend = Candidate("backend", "HEAD", latest_backend.version, latest_backend.sha)
     core_candidates = [core(v, cache) for v in config.cores]
@@ -63,7 +67,15 @@ def plan(config: CIConfig, repo: Path, cache: Path, head: str = "HEAD") -> list[
     if "core" in config.matrices:
         for candidate in core_candidates[:-1]:
             found.append(Combination(f"core@{candidate.name}", "core", latest_backend, candidate, latest_suite))
-    unique: dict[tuple[str, str, str], Combination] = {}
+    latest = [c for c in found if c.matrix != "backend"]
+    for variant in config.variants:
+        found.extend(dataclasses.replace(c, name=f"{c.name}+{variant}", variant=variant) for c in latest)
+    unique: dict[tuple[str, ...], Combination] = {}
     for combination in found:
-        unique.setdefault(tuple(c.sha for c in combination.candidates()), combination)
+        unique.setdefault((combination.variant, *(c.sha for c in combination.candidates())), combination)
     return list(unique.values())
+
+
+def suite_kind(suite: Candidate) -> str:
+    """Which of a device profile's config folders a suite takes: "embedded", or "upstream" for a PyTorch checkout."""
+    return "embedded" if suite.name == "embedded" else "upstream"

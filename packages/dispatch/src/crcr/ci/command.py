@@ -12,7 +12,7 @@ from typing import Any
 
 from crcr import loop
 from crcr.ci import build, cores, envs, history, legs, runner, worktrees
-from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
+from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, check_variants, load_ci_config, load_profile
 from crcr.ci.isolation import IsolationError
 from crcr.ci.model import RunRecord
 from crcr.ci.pipeline import Context, QuietProgress, run
@@ -26,6 +26,10 @@ EXPECTED: tuple[type[Exception], ...] = (
 )  # fmt: skip
 
 
+#: `--only` matches whole names: a variant is a combination of its own.
+EXACT = " (its exact name, repeatable: primary does not select primary+compile)"
+
+
 def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -> Context:
     config = load_ci_config(Path(args.config))
     if args.isolation:
@@ -33,6 +37,7 @@ def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -
     if args.suite:
         config = dataclasses.replace(config, suite=args.suite)
     profile = load_profile(Path(args.config).parent, args.device or config.device)
+    check_variants(config, profile)
     only = tuple(getattr(args, "only", ()))
     return Context(Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only)
 
@@ -115,7 +120,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
 def add_ci(sub: argparse._SubParsersAction) -> None:
     ci = sub.add_parser("ci", help="run the downstream CI job: every combination, sharded, retried, reported")
     _options(ci)
-    ci.add_argument("--only", action="append", default=[], metavar="NAME", help="run only this combination")
+    ci.add_argument("--only", action="append", default=[], metavar="NAME", help=f"run only this combination{EXACT}")
     ci.add_argument("--event", default="manual", help="what triggered the run, for the record")
     loop.add_options(ci)
     ci.set_defaults(run=_ci)
@@ -124,7 +129,9 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
 def add_distributed(sub: argparse._SubParsersAction) -> None:
     prepare = sub.add_parser("prepare", help="build and plan every combination once; print the shard matrix JSON")
     _options(prepare)
-    prepare.add_argument("--only", action="append", default=[], metavar="NAME", help="prepare only this combination")
+    prepare.add_argument(
+        "--only", action="append", default=[], metavar="NAME", help=f"prepare only this combination{EXACT}"
+    )
     prepare.add_argument("--event", default="manual", help="what triggered the run, for the record")
     prepare.add_argument("--out", required=True, help="the folder to write (run.json, matrix.json, builds/)")
     prepare.set_defaults(run=_prepare)

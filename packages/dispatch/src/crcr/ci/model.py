@@ -37,13 +37,15 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Combination:
-    """One job: a backend x a core x a suite. `name` is unique within a run and stable across runs."""
+    """One job: a backend x a core x a suite, run with the device profile's config folders or, for a `variant`,
+    with that variant's. `name` is unique within a run and stable across runs."""
 
     name: str
     matrix: Matrix
     backend: Candidate
     core: Candidate
     suite: Candidate
+    variant: str = ""  # a variant of the device profile ("compile"); "" for its plain configs
 
     def candidates(self) -> tuple[Candidate, Candidate, Candidate]:
         return (self.backend, self.core, self.suite)

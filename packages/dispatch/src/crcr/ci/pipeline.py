@@ -95,6 +95,8 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     planned = combinations.plan(ctx.config, ctx.repo, ctx.cache)
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
+    for combination in planned:  # a profile without this suite's config folder stops the run before any build
+        ctx.profile.config_folder(combinations.suite_kind(combination.suite), combination.variant)
     machine = {**environment(), "isolation": where.name}
     if isinstance(where, isolation.DockerIsolation):
         machine["image"] = where.image
@@ -236,16 +238,16 @@ def limits(config: CIConfig) -> runner.Limits:
 
 
 def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Suite:
-    """How the plugin runs this combination's suite on the profile's device, in the environment of `python`."""
+    """How the plugin runs this combination's suite on the profile's device, in the environment of `python`, with
+    the profile's config folder for the suite (its variant's, for a variant combination)."""
     suite = combination.suite
     if suite.name == "embedded":
         root = worktrees.checkout(ctx.repo, suite.version, ctx.cache) / combinations.EMBEDDED_TREE
-        configs = ctx.repo / ctx.profile.configs.get("embedded", "")
     else:
         root = Path(suite.name)
         if suite.version != "tree" and _git_head(root) != suite.sha:
             root = worktrees.checkout(root, suite.sha, ctx.cache)
-        configs = ctx.repo / ctx.profile.configs.get("upstream", "")
+    configs = ctx.repo / ctx.profile.config_folder(combinations.suite_kind(suite), combination.variant)
     paths = [ctx.repo / p for p in ctx.profile.pythonpath]
     env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
     where = isolation.isolation(ctx.config.isolation, ctx.config.image)
@@ -317,11 +319,12 @@ def _passing(ctx: Context, suite: runner.Suite, nodeids: list[str], workdir: Pat
 
 
 def _upstream_from_core_matrix(results: list[CombinationResult]) -> None:
-    """A failure on the newer torch and not the older, with the same backend and suite, is upstream's."""
+    """A failure on the newer torch and not the older, with the same backend, suite and variant, is upstream's."""
     upstream = attribution.core_matrix_upstream(results)
     for result in results:
+        found = upstream.get(result.combination.name, set()) if result.combination.matrix == "primary" else set()
         for test in result.tests:
-            if test.nodeid in upstream and test.failing and result.combination.matrix == "primary":
+            if test.failing and test.nodeid in found:
                 test.follows = "core"
                 test.classification = dataclasses.replace(
                     test.classification or classify(test, {"core"}, ""),

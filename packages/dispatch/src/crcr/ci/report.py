@@ -143,6 +143,7 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
     return {
         "name": combo.name,
         "matrix": combo.matrix,
+        "variant": combo.variant,
         "status": result.status,
         "reason": result.reason,
         "candidates": {c.kind: {"name": c.name, "version": c.version, "sha": c.sha} for c in combo.candidates()},
@@ -321,9 +322,10 @@ def _section_matrix(summary: dict[str, Any]) -> str:
     rows = []
     for c in combos:
         status = _e(c["status"])
+        variant = f", {_e(c['variant'])} variant" if c.get("variant") else ""
         cells = [
-            f'<td class="st-{status}"><b>{_e(c["name"])}</b><br><span class="small">{_e(c["matrix"])} matrix</span>'
-            f"<br><b>{status}</b></td>",
+            f'<td class="st-{status}"><b>{_e(c["name"])}</b><br><span class="small">{_e(c["matrix"])} matrix'
+            f"{variant}</span><br><b>{status}</b></td>",
             _candidates_cell(c["candidates"]),
         ]
         by_index = {s["index"]: s for s in c["shards"]}

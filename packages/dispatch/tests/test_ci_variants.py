@@ -1,0 +1,309 @@
+"""Variants: more config folders of a device profile (a compiled run, say) that run the same backend x core x suite
+as combinations of their own. Profiles and ci.yaml declare them with one-line errors; the plan gives the latest
+backend's combinations a variant each, with stable names; each runs with its own folder; and a real run on the
+CPU-fallback device keeps their results, durations, history and report rows apart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from crcr.ci import build, combinations, cores, envs, history, pipeline
+from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, check_variants, load_ci_config, load_profile
+from crcr.ci.model import BuildResult, Candidate, CombinationResult, from_json
+from crcr.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+CI = "device: dev\ncore: {versions: ['2.13.0', '2.14.1']}\n"
+PROFILE = "device: dev\nconfigs: {embedded: configs/dev, upstream: configs/dev-upstream}\n"
+COMPILE = "variants:\n  compile: {embedded: configs/dev-compile}\n"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "commit", "-q", "-m", message)
+
+
+def profile_dir(tmp_path: Path, text: str) -> Path:
+    """A configs folder holding `devices/dev.yaml` with `text`."""
+    (tmp_path / "devices").mkdir(exist_ok=True)
+    (tmp_path / "devices" / "dev.yaml").write_text(text)
+    return tmp_path
+
+
+def fake_core(version: str, cache: Path) -> Candidate:
+    """A core candidate without fetching torch: planning only needs its name and sha."""
+    return Candidate("core", version, version, f"wheel-{version}")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A backend repository with an older tag `old` and a newer HEAD, its embedded tree holding one test file."""
+    repo = tmp_path / "backend"
+    tree = repo / combinations.EMBEDDED_TREE / "test"
+    tree.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (tree / "test_a.py").write_text("def test_a():\n    pass\n")
+    commit(repo, "old")
+    git(repo, "tag", "old")
+    (tree / "test_a.py").write_text("def test_a():\n    assert True\n")
+    commit(repo, "new")
+    monkeypatch.setattr(combinations, "core", fake_core)
+    return repo
+
+
+# --- declaring variants ---------------------------------------------------------------------------------------------
+
+
+def test_a_profile_maps_each_variant_to_its_config_folders(tmp_path: Path) -> None:
+    profile = load_profile(profile_dir(tmp_path, PROFILE + COMPILE), "dev")
+    assert profile.variants == {"compile": {"embedded": "configs/dev-compile"}}
+    assert profile.config_folder("embedded", "compile") == "configs/dev-compile"
+    assert profile.config_folder("embedded") == "configs/dev"
+    with pytest.raises(CIConfigError, match=r"dev\.yaml: variants\.other: not declared \(its variants: compile\)$"):
+        profile.config_folder("embedded", "other")  # a recorded run reproduced after its variant went
+    assert load_profile(profile_dir(tmp_path, PROFILE), "dev").variants == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("variants: [compile]\n", "variants: expected a mapping"),
+        ("variants: {compile: configs/x}\n", "variants.compile: expected a mapping (embedded/upstream: FOLDER)"),
+        ("variants: {compile: {}}\n", "variants.compile: required (embedded and/or upstream config folders)"),
+        ("variants: {compile: {eager: x}}\n", "variants.compile.eager: expected embedded/upstream: FOLDER"),
+        ("variants: {compile: {embedded: ''}}\n", "variants.compile.embedded: expected embedded/upstream: FOLDER"),
+        ("variants: {compile: {embedded: [x]}}\n", "variants.compile.embedded: expected embedded/upstream: FOLDER"),
+        ("variants: {Compile+x: {embedded: x}}\n", "variants.Compile+x: a variant's name is lower-case letters"),
+        ("variants: {1: {embedded: x}}\n", "variants.1: a variant's name is lower-case letters"),
+        ("variants: {a: {embedded: x}, a: {embedded: y}}\n", "duplicate key 'a'"),
+    ],
+)
+def test_a_bad_variant_is_one_line_naming_the_field(tmp_path: Path, text: str, message: str) -> None:
+    configs = profile_dir(tmp_path, PROFILE + text)
+    with pytest.raises(CIConfigError) as info:
+        load_profile(configs, "dev")
+    assert str(info.value).startswith(f"{configs / 'devices' / 'dev.yaml'}:")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_variant_error_names_the_line_of_the_field(tmp_path: Path) -> None:
+    configs = profile_dir(tmp_path, PROFILE + "variants:\n  compile:\n    embedded: x\n    eager: y\n")
+    with pytest.raises(CIConfigError, match=r"dev\.yaml:6: variants\.compile\.eager: expected embedded/upstream"):
+        load_profile(configs, "dev")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("variants: compile\n", "variants: expected a list of strings"),
+        ("variants: [compile, compile]\n", "variants[1]: 'compile' is listed twice"),
+        ("variants: ['']\n", "variants[0]: expected a non-empty string"),
+    ],
+)
+def test_a_bad_ci_variants_list_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI + text)
+    with pytest.raises(CIConfigError) as info:
+        load_ci_config(path)
+    assert str(info.value).startswith(f"{path}:3: {message}")
+    assert "\n" not in str(info.value)
+
+
+def test_ci_yaml_may_only_ask_for_variants_the_profile_declares(tmp_path: Path) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI + "variants:\n  - compile\n  - other\n")
+    config = load_ci_config(path)
+    assert config.variants == ("compile", "other")
+    profile = load_profile(profile_dir(tmp_path, PROFILE + COMPILE), "dev")
+    with pytest.raises(CIConfigError) as info:
+        check_variants(config, profile)
+    expected = f"{path}:5: variants[1]: 'other' is not a variant of device profile dev (its variants: compile)"
+    assert str(info.value) == expected
+    path.write_text(CI)
+    check_variants(load_ci_config(path), profile)  # none asked for: nothing to declare
+
+
+def test_crcr_ci_asking_for_an_undeclared_variant_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile_dir(tmp_path, PROFILE)
+    path = tmp_path / "ci.yaml"
+    path.write_text(CI + "variants: [compile]\n")
+    assert main(["ci", "--config", str(path), "--cache", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"error: {path}:3: variants[0]: 'compile' is not a variant of device profile dev (its variants: none)\n"
+    )
+
+
+@pytest.mark.skipif(not (REPO / "configs" / "ci.yaml").exists(), reason="run from the repository")
+def test_the_shipped_variants_are_declared_by_the_shipped_profile() -> None:
+    config = load_ci_config(REPO / "configs" / "ci.yaml")
+    check_variants(config, load_profile(REPO / "configs", config.device))
+
+
+# --- planning and config folders ------------------------------------------------------------------------------------
+
+
+def test_each_variant_gets_the_primary_and_core_combinations_with_stable_names(repo: Path, tmp_path: Path) -> None:
+    config = CIConfig("dev", ("old",), ("2.13.0", "2.14.1"), "embedded", variants=("compile",))
+    planned = combinations.plan(config, repo, tmp_path / "cache")
+    names = ["primary", "backend@old", "core@2.13.0", "primary+compile", "core@2.13.0+compile"]
+    assert [c.name for c in planned] == names
+    assert [c.variant for c in planned] == ["", "", "", "compile", "compile"]
+    assert [c.matrix for c in planned] == ["primary", "backend", "core", "primary", "core"]
+    by_name = {c.name: c for c in planned}
+    for plain in ("primary", "core@2.13.0"):
+        variant = by_name[f"{plain}+compile"]
+        assert variant.candidates() == by_name[plain].candidates()  # the same backend x core x suite
+        assert variant.backend.name == "HEAD"
+    assert combinations.plan(config, repo, tmp_path / "cache") == planned  # names and candidates: stable
+
+
+def test_variants_follow_the_matrices_and_dedupe_apart_from_the_plain_ones(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    backend_only = CIConfig("dev", ("old",), ("2.13.0", "2.14.1"), "embedded", matrices=("backend",), variants=("a",))
+    assert [c.name for c in combinations.plan(backend_only, repo, cache)] == ["primary", "backend@old", "primary+a"]
+    same_core = CIConfig("dev", (), ("2.14.1", "2.14.1"), "embedded", variants=("a", "b"))
+    assert [c.name for c in combinations.plan(same_core, repo, cache)] == ["primary", "primary+a", "primary+b"]
+
+
+def _context(repo: Path, cache: Path, suite: str = "embedded") -> pipeline.Context:
+    """Plain configs for both kinds of suite; the `compile` variant's for the embedded suite only."""
+    profile = DeviceProfile(
+        "dev", "dev", (), {"embedded": "configs/dev", "upstream": "configs/dev-upstream"},
+        variants={"compile": {"embedded": "configs/dev-compile"}}, source=Path("devices/dev.yaml"),
+    )  # fmt: skip
+    config = CIConfig("dev", (), ("2.13.0", "2.14.1"), suite, variants=("compile",))
+    return pipeline.Context(repo, cache, config, profile)
+
+
+def test_a_variant_runs_the_same_suite_with_its_own_config_folder(repo: Path, tmp_path: Path) -> None:
+    ctx = _context(repo, tmp_path / "cache")
+    plain, variant = (c for c in combinations.plan(ctx.config, repo, ctx.cache) if c.name.startswith("primary"))
+    suites = [pipeline.suite_for(ctx, c, Path(sys.executable)) for c in (plain, variant)]
+    assert [s.configs for s in suites] == [repo / "configs/dev", repo / "configs/dev-compile"]
+    assert suites[0].torch_root == suites[1].torch_root
+    assert (suites[0].torch_root / "test" / "test_a.py").is_file()
+
+
+def test_only_selects_exactly_the_named_combination(repo: Path, tmp_path: Path) -> None:
+    for only, expected in [(("primary",), ["primary"]), (("primary+compile",), ["primary+compile"])]:
+        ctx = _context(repo, tmp_path / "cache")
+        ctx.only = only
+        assert [c.name for c in pipeline.start(ctx, {})[2]] == expected
+
+
+def test_a_variant_without_a_folder_for_the_suite_stops_the_run_before_any_build(repo: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "pytorch"
+    (tree / "test").mkdir(parents=True)
+    ctx = _context(repo, tmp_path / "cache", suite=str(tree))
+    with pytest.raises(CIConfigError, match=r"^devices/dev\.yaml: variants\.compile\.upstream: required: this run's"):
+        pipeline.start(ctx, {})
+    assert not (ctx.cache / "builds").exists()
+
+
+# --- a real run on the CPU-fallback device --------------------------------------------------------------------------
+
+EAGER_TESTS = "TestViewOps::test_view_view"
+VARIANT_TESTS = "TestViewOps::test_transpose_view"
+
+
+def _config(names: str) -> str:
+    return (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
+        f"      unlisted_test_mode: skip\n      tests:\n        - names: [{names}]\n          mode: mandatory_success\n"
+    )
+
+
+@pytest.fixture
+def fallback_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[tuple[Path, Path]]]:
+    """A backend repository running one embedded test file on fallbackdev, from a test copy of its profile with a
+    `compile` variant whose folder selects other tests (so a result shows which folder it ran). The backend build,
+    the torch download and the environment are this interpreter's (they are tested on their own); everything else
+    is the pipeline's. Returns the repository and the (checkout, torch wheel) of every build asked for."""
+    pytest.importorskip("torch")
+    pytest.importorskip("testreuse")
+    backends = REPO / "packages" / "testreuse" / "tests" / "backends"
+    if not backends.is_dir():
+        pytest.skip("run from the repository (the fallbackdev backend module lives in testreuse's tests)")
+    repo = tmp_path / "backend"
+    tree = repo / combinations.EMBEDDED_TREE / "test"
+    tree.mkdir(parents=True)
+    shutil.copy(REPO / combinations.EMBEDDED_TREE / "test" / "test_view_ops.py", tree)
+    profile = yaml.safe_load((REPO / "configs" / "devices" / "fallbackdev.yaml").read_text())
+    profile["variants"] = {"compile": {"embedded": "configs/fallbackdev-compile"}}
+    (repo / "configs" / "devices").mkdir(parents=True)
+    (repo / "configs" / "devices" / "fallbackdev.yaml").write_text(yaml.safe_dump(profile))
+    for folder, names in (
+        (profile["configs"]["embedded"], EAGER_TESTS),
+        ("configs/fallbackdev-compile", VARIANT_TESTS),
+    ):
+        (repo / folder).mkdir(parents=True, exist_ok=True)
+        (repo / folder / "embedded.yaml").write_text(_config(names))
+    (repo / "configs" / "ci.yaml").write_text(
+        "device: fallbackdev\ncore: {versions: ['2.13.0']}\nshards: {count: 1, parallel: 1}\nretries: 0\n"
+        "variants: [compile]\n"
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "backend")
+    for path in profile["pythonpath"]:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).symlink_to(REPO / path)  # the fallbackdev module and its C++ sources, compiled once per machine
+    wheel = tmp_path / "torch-2.13.0-py3-none-any.whl"
+    wheel.write_bytes(b"stand-in")
+    builds: list[tuple[Path, Path]] = []
+
+    def fake_build(checkout: Path, torch_wheel: Path, cache: Path, log: object) -> BuildResult:
+        builds.append((checkout, torch_wheel))
+        return BuildResult(True)
+
+    monkeypatch.setattr(combinations, "core", fake_core)
+    monkeypatch.setattr(cores, "torch_wheel", lambda version, cache: wheel)
+    monkeypatch.setattr(build, "build_backend", fake_build)
+    monkeypatch.setattr(envs, "environment", lambda *args: Path(sys.executable))
+    # this interpreter may hold another backend that autoloads and takes privateuse1 (a profile's own environment
+    # holds only its wheels)
+    monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+    return repo, builds
+
+
+def test_a_variant_runs_end_to_end_as_a_combination_of_its_own(fallback_repo) -> None:
+    repo, builds = fallback_repo
+    cache = repo.parent / "cache"
+    status = main(["ci", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)])
+    (run_dir,) = (cache / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert status == 0, summary["verdict"]
+    rows = {c["name"]: c for c in summary["combinations"]}
+    assert list(rows) == ["primary", "primary+compile"]
+    assert [rows[n]["variant"] for n in rows] == ["", "compile"]
+    assert rows["primary"]["matrix"] == rows["primary+compile"]["matrix"] == "primary"
+    record = json.loads((run_dir / "record.json").read_text())
+    assert [from_json(CombinationResult, r).combination.variant for r in record["combinations"]] == ["", "compile"]
+    ran = {r["combination"]["name"]: {t["nodeid"] for t in r["tests"]} for r in record["combinations"]}
+    assert ran["primary"]
+    assert all("::test_view_view_" in n for n in ran["primary"])
+    assert ran["primary+compile"]
+    assert all("::test_transpose_view_" in n for n in ran["primary+compile"])  # the variant's folder
+    assert {t["outcome"] for r in record["combinations"] for t in r["tests"]} == {"passed"}
+    assert len(builds) == 2  # both combinations ask for the backend x core built once (keyed by sha)
+    assert len(set(builds)) == 1
+    assert "primary matrix, compile variant" in (run_dir / "report.html").read_text()
+    assert (run_dir / "primary_compile" / "shard-1" / "results.jsonl").stat().st_size > 0
+    durations = json.loads((cache / "durations.json").read_text())["ci"]
+    assert {"primary", "primary+compile"} <= set(durations)
+    db = cache / "history.sqlite"
+    greens = {name: history.last_green(db, name) for name in ran}
+    assert {name: set(green[2]) for name, green in greens.items() if green} == ran  # each its own last green run
