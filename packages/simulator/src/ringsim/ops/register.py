@@ -23,6 +23,7 @@ from ringsim.ops.calls import Signature
 from ringsim.ops.plan import Plan
 from ringsim.ops.registry import SPECS, Kind, OpSpec
 from ringsim.ops.variants import Variant, variants
+from ringsim.torchbridge import never_traced
 
 #: Python's shift operators, run as the named shifts: the engine resolves compute fns by aten name, and an
 #: operator's dunder name is not one there.
@@ -120,9 +121,9 @@ def register() -> None:
                     kernel = fastpath.replayed(dispatch.inplace_kernel(spec, variant.op, variant.functional, build))
                 else:
                     kernel = dispatch.out_kernel(spec, variant.op, variant.functional, build)
-            lib.impl(variant.qualname, kernel, "PrivateUse1")
+            lib.impl(variant.qualname, never_traced(kernel), "PrivateUse1")
     for name in _STUBBED:
-        lib.impl(name, _refuser(name), "PrivateUse1")
+        lib.impl(name, never_traced(_refuser(name)), "PrivateUse1")
     fallback = torch.library.Library("_", "IMPL")
-    fallback.fallback(_unregistered, "PrivateUse1")
+    fallback.fallback(never_traced(_unregistered), "PrivateUse1")
     _libraries.extend([lib, fallback])
