@@ -80,3 +80,60 @@ def test_matmul_is_a_ring_inductor_program(name: str, fn, shapes: list[tuple[int
     assert any(k.startswith(f"ring_{name}_") for k in kernels), kernels
     k = inputs[-2].shape[-1]
     assert excess(out, reference(fn, *inputs), device_bound(torch.float16, "matmul", k=k, scale=16)) <= 0
+
+
+#: Every pointwise op the device has eagerly, with an input domain where the op is well conditioned.
+_UNARY_DOMAIN = {
+    "acos": (-0.9, 0.9), "asin": (-0.9, 0.9), "atan": (-3, 3), "acosh": (1.1, 4), "asinh": (-3, 3),
+    "atanh": (-0.9, 0.9), "cosh": (-3, 3), "sinh": (-3, 3), "tan": (-1.2, 1.2), "log2": (0.1, 8),
+    "log10": (0.1, 8), "lgamma": (0.5, 6), "digamma": (0.5, 6), "erfinv": (-0.9, 0.9),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(_UNARY_DOMAIN))
+def test_unary_transcendental_is_a_ring_kernel_within_bound(dtype: torch.dtype, op: str) -> None:
+    low, high = _UNARY_DOMAIN[op]
+    x = (torch.rand(64, 96) * (high - low) + low).to(dtype)
+    fn = getattr(torch, op)
+    out, kernels = compiled_run(fn, x)
+    assert sum(own_kernels(kernels).values()) == 1, kernels
+    assert excess(out, reference(fn, x), device_bound(dtype, "transcendental", scale=8)) <= 0
+
+
+@pytest.mark.parametrize("op", ["round", "isinf", "signbit", "fmod", "remainder", "hypot", "copysign"])
+def test_exact_and_binary_pointwise_ops(op: str) -> None:
+    x = torch.randn(40, 70) * 4
+    x[0, :3] = torch.tensor([float("inf"), -float("inf"), -0.0])
+    y = x.flip(0).abs() + 0.5
+    fn = getattr(torch, op)
+    args = (x, y) if op in ("fmod", "remainder", "hypot", "copysign") else (x,)
+    out, kernels = compiled_run(fn, *args)
+    assert own_kernels(kernels), kernels
+    torch.testing.assert_close(out.cpu(), fn(*args), rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", ["bitwise_not", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"])
+def test_integer_bitwise_ops_are_exact(op: str) -> None:
+    a, b = torch.randint(-1000, 1000, (24, 36)), torch.randint(0, 5, (24, 36))
+    fn = (lambda x, y: getattr(torch, op)(x)) if op == "bitwise_not" else (lambda x, y: getattr(torch, op)(x, y))
+    out, kernels = compiled_run(fn, a, b)
+    assert own_kernels(kernels), kernels
+    assert torch.equal(out.cpu(), fn(a, b))
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("fill_", lambda t: t.clone().fill_(2.5)),
+        ("full_like", lambda t: torch.full_like(t, -3.0) * t),
+        ("zeros_like bool", lambda t: (torch.zeros_like(t, dtype=torch.bool) | (t > 0)).to(t.dtype)),
+        ("row broadcast", lambda t: t.sum(-1, keepdim=True).expand(t.shape).contiguous()),
+        ("column broadcast", lambda t: t[:1].expand(t.shape).contiguous() * 2),
+    ],
+)
+def test_broadcasting_stores_fill_every_element(name: str, fn) -> None:
+    x = torch.randn(12, 130, dtype=torch.float16)
+    out, kernels = compiled_run(fn, x)
+    assert own_kernels(kernels), (name, kernels)
+    assert excess(out, reference(fn, x), device_bound(torch.float16, "reduction", k=130, scale=130)) <= 0

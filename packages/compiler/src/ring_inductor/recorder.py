@@ -24,12 +24,19 @@ ELEMENTWISE: dict[str, str] = {
     **{name: name for name in ("cos", "erf", "relu", "floor", "ceil", "log1p", "expm1", "sign", "isnan", "exp2")},
     **{name: name for name in ("add", "sub", "mul", "maximum", "minimum", "pow", "eq", "ne", "lt", "le", "gt", "ge")},
     **{name: name for name in ("logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or", "atan2")},
+    **{name: name for name in ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "log2")},
+    **{name: name for name in ("log10", "lgamma", "digamma", "erfinv", "igamma", "igammac", "round", "copysign")},
+    **{name: name for name in ("fmod", "remainder", "hypot", "ldexp", "isinf", "signbit", "logical_xor")},
+    **{name: name for name in ("bitwise_not", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")},
     "truediv": "div",
     "erfc": "special_erfc",
     "trunc": "trunc",
 }
 _NARROW = (torch.float16, torch.bfloat16)
-_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "isnan"})
+_COMPARISONS = frozenset(
+    {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf"}
+    | {"signbit"}
+)
 #: Inductor reduction types and the aten reduction over the last dim that computes them.
 REDUCTIONS: dict[str, str] = {"sum": "sum", "max": "amax", "min": "amin", "prod": "prod", "any": "amax"}
 
@@ -89,11 +96,25 @@ class Recorder:
             raise UnsupportedError(f"store mode {mode!r} into {name}")
         operand = self._operand(name, classify(index, self.loop, self.graph.rows, self.graph.cols), is_output=True)
         want = "row" if operand.access.kind == "row" else "full"
-        if value.kind != want and not (want == "full" and self.graph.cols == 1 and value.kind == "row"):
+        if want == "full" and value.kind != "full" and not (self.graph.cols == 1 and value.kind == "row"):
+            value = self._broadcast_full(value)
+        elif value.kind != want:
             raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
         if value.dtype != operand.dtype:
             value = self._step("cast", [value], operand.dtype)
         self.graph.stores.append((operand, value))
+
+    def _broadcast_full(self, value: Value) -> Value:
+        """A scalar, row or column value stored into every element (full, fill_, expand): a constant becomes a full
+        tile of its fill value; anything else is added to a zero (False) full tile, which broadcasts it."""
+        if value.kind == "scalar" and value.fn == "full" and not value.inputs:
+            step = Value("full", value.dtype, "full", (), dict(value.attrs), sized=True)
+            self.graph.steps.append(step)
+            return step
+        zero = False if value.dtype == torch.bool else 0
+        base = Value("full", value.dtype, "full", (), {"fill_value": zero, "dtype": value.dtype}, sized=True)
+        self.graph.steps.append(base)
+        return self._step("logical_or" if value.dtype == torch.bool else "add", [base, value], value.dtype)
 
     def store_reduction(self, name: str, index: sympy.Expr, value: Value) -> None:
         self.store(name, index, value)
