@@ -6,6 +6,7 @@ in-process (config validation reads op_db) would otherwise make a later registra
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -71,3 +72,9 @@ def torch_root(tmp_path: Path) -> Path:
     root = tmp_path / "torch_root"
     _write(root / "test" / "test_small.py", SMALL_UPSTREAM)
     return root
+
+
+@pytest.fixture(scope="session")
+def extensions_dir() -> str:
+    """Where the fallback device is compiled, read before pytester points HOME at a scratch folder."""
+    return os.environ.get("TORCH_EXTENSIONS_DIR") or str(Path.home() / ".cache" / "torch_extensions")

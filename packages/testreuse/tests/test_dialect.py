@@ -148,12 +148,6 @@ test_suite_config:
 """
 
 
-@pytest.fixture(scope="session")
-def extensions_dir() -> str:
-    """Where the fallback device is compiled, read before pytester points HOME at a scratch folder."""
-    return os.environ.get("TORCH_EXTENSIONS_DIR") or str(Path.home() / ".cache" / "torch_extensions")
-
-
 @pytest.fixture
 def spyre(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, extensions_dir: str):
     """The dialect config over an upstream tree and a device tree; returns a runner giving (result, records)."""

@@ -136,12 +136,6 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="session")
-def extensions_dir() -> str:
-    """Where the fallback device is compiled, read before pytester points HOME at a scratch folder."""
-    return os.environ.get("TORCH_EXTENSIONS_DIR") or str(Path.home() / ".cache" / "torch_extensions")
-
-
 @pytest.fixture
 def e2e(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, extensions_dir: str):
     """An upstream tree with test_e2e.py, its config, and a runner that passes the plugin options."""

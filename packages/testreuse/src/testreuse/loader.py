@@ -104,6 +104,16 @@ class Plan:
     capabilities: ResolvedCapabilities
     dialect: GlobalDialect
     torch_version: str = ""
+    compile: CompileSetting | None = None
+
+
+@dataclass(frozen=True)
+class CompileSetting:
+    """The run's compiled mode and where a config set it."""
+
+    mode: str
+    backend: str | None  # MODULE[:FUNC], the device compiler backend to import
+    location: Location
 
 
 def config_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -187,6 +197,7 @@ def load_plan(
     labels: list[str] = []
     files: dict[Path, FilePlan] = {}
     capability_layers = []
+    compiled: CompileSetting | None = None
     order = 0
     for source in sources:
         try:
@@ -196,6 +207,12 @@ def load_plan(
             continue
         suite = config.test_suite_config
         labels.extend(label for label in suite.labels if label not in labels)
+        if suite.compile is not None:
+            key = ("test_suite_config", "compile")
+            here = CompileSetting(suite.compile.mode, suite.compile.backend, doc.locate(key))
+            if compiled is not None and (compiled.mode, compiled.backend) != (here.mode, here.backend):
+                problems.append(Problem(here.location, format_path(key), f"differs from {compiled.location}"))
+            compiled = compiled or here
         if suite.global_ is not None:
             capability_layers.append((suite.global_, doc, source.parent))
         for index, entry in enumerate(suite.files):
@@ -228,4 +245,4 @@ def load_plan(
     if problems:
         raise ConfigError(problems)
     dialect = global_dialect(capability_layers)
-    return Plan(sources, torch_root, tuple(labels), files, capabilities, dialect, torch_version)
+    return Plan(sources, torch_root, tuple(labels), files, capabilities, dialect, torch_version, compiled)

@@ -242,8 +242,23 @@ class GlobalConfig(Capabilities):
     input_config: InputConfig | None = None
 
 
+class CompileConfig(Strict):
+    mode: Literal["inductor", "aot_eager", "dynamo"] = Field(
+        description="torch's own compiled test run: PYTORCH_TEST_WITH_INDUCTOR, _AOT_EAGER or _DYNAMO; each test's "
+        "TestCase.run is wrapped in torch.compile with that backend."
+    )
+    backend: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$",
+        description="MODULE[:FUNC] imported (and called) before collection: the device's compiler backend.",
+    )
+
+
 class SuiteConfig(Strict):
     labels: list[str] = Field(default_factory=list, description="Tiers for every test of this config.")
+    compile: CompileConfig | None = Field(
+        None, description="Run every selected test of the run compiled; configs of one run must agree."
+    )
     files: list[FileEntry] = Field(default_factory=list)
     global_: GlobalConfig | None = Field(None, alias="global")
 

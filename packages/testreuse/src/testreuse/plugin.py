@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from testreuse.compiled import CompileModeError
 from testreuse.errors import ConfigError
 from testreuse.model import Mode
 from testreuse.results import UnwritableResults
@@ -54,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import_backend(config.option.testreuse_backend)
         check_backend(config.option.testreuse_device)
         state = TestreuseSession(config)
-    except (ConfigError, BridgeError, UnwritableResults) as exc:
+    except (ConfigError, BridgeError, UnwritableResults, CompileModeError) as exc:
         raise pytest.UsageError(str(exc)) from None
     except ImportError as exc:
         raise pytest.UsageError(
@@ -110,6 +111,7 @@ class StateHooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
         self.state.note_failure(item, report, call.excinfo)
+        self.state.note_graphs(item, report)
         self.state.mandatory_skip_to_failure(item, report)
         return report
 

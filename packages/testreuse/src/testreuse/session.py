@@ -15,13 +15,22 @@ from typing import Any
 
 import pytest
 
-from testreuse import torchbridge
+from testreuse import compiled, torchbridge
 from testreuse.catalog import dtype_names, module_names, op_names
+from testreuse.compiled import CompileModeError
 from testreuse.errors import ConfigError
 from testreuse.failures import failure_facts
 from testreuse.importer import import_upstream
 from testreuse.isolation import Death, ForkedWorker
-from testreuse.loader import FilePlan, PlacedRule, Plan, load_plan, resolve_device_root, resolve_torch_root
+from testreuse.loader import (
+    CompileSetting,
+    FilePlan,
+    PlacedRule,
+    Plan,
+    load_plan,
+    resolve_device_root,
+    resolve_torch_root,
+)
 from testreuse.model import Mode
 from testreuse.pytestbridge import run_item
 from testreuse.results import ResultsFile
@@ -32,6 +41,7 @@ from testreuse.upstream import generic_tests
 from testreuse.validate import check_plan, missing_test_names
 
 CASE_KEY = pytest.StashKey["CaseRecord"]()
+GRAPHS_KEY = pytest.StashKey[int]()
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class CaseRecord:
     op: Any = None
     excluded_shapes: tuple[tuple[int, ...], ...] = ()
     settings: RunSettings = field(default_factory=RunSettings)
+    compile: str | None = None  # the compiled mode the case runs in (torch's PYTORCH_TEST_WITH_* flag)
 
     def facts(self) -> dict[str, Any]:
         return {
@@ -59,6 +70,7 @@ class CaseRecord:
             "reason": self.decision.reason,
             "labels": list(self.decision.labels),
             "tags": list(self.settings.tags),
+            **({"compile": self.compile} if self.compile else {}),
         }
 
     def marks(self) -> list[str]:
@@ -97,6 +109,7 @@ class TestreuseSession:
         self.timeout: float = option.testreuse_timeout
         self.results = ResultsFile(Path(option.testreuse_results)) if option.testreuse_results else None
         self.plan_out = Path(option.testreuse_plan) if option.testreuse_plan else None
+        self.compile = _enable_compile(self.plan.compile)
         self.prepared = False
         # xdist's own record of this process's role: the environment variable is also inherited by a pytest
         # started from inside a worker, which is not itself a worker.
@@ -235,7 +248,7 @@ class TestreuseSession:
         shapes = tuple(excluded_shapes(file_plan, case))
         settings = run_settings(self.plan, matching_rules(file_plan, case), case)
         decision = decide(self.plan, file_plan, case)
-        return CaseRecord(item.nodeid, module.nodeid, case, decision, params.op, shapes, settings)
+        return CaseRecord(item.nodeid, module.nodeid, case, decision, params.op, shapes, settings, self.compile)
 
     def _register_mark(self, name: str) -> None:
         if name not in self.seen_marks:
@@ -284,17 +297,25 @@ class TestreuseSession:
 
     @contextlib.contextmanager
     def running(self, item: pytest.Item) -> Iterator[None]:
-        """The call phase of one test with its dialect settings (`no_grad`, `cpu_move`, seed, tolerance)."""
+        """The call phase of one test with its dialect settings (`no_grad`, `cpu_move`, seed, tolerance); in a
+        compiled run, counts the graphs dynamo compiled for it."""
+        before = torchbridge.compiled_graphs() if self.compile else 0
+        try:
+            with self._patched(item):
+                yield
+        finally:
+            if self.compile:
+                item.stash[GRAPHS_KEY] = torchbridge.compiled_graphs() - before
+
+    def _patched(self, item: pytest.Item) -> contextlib.AbstractContextManager[Any]:
         record = item.stash.get(CASE_KEY, None)
         instance = getattr(item, "instance", None)
         if record is None or instance is None or not record.settings.patches_instance:
-            yield
-            return
+            return contextlib.nullcontext()
         s = record.settings
-        with torchbridge.patched_test(
+        return torchbridge.patched_test(
             instance, no_grad=s.no_grad, cpu_move=s.cpu_move, seed=s.seed, precision=s.precision
-        ):
-            yield
+        )
 
     def stop_isolation(self, graceful: bool) -> None:
         """At session end: the worker tears down its fixtures and exits (killed at once if the run was interrupted)."""
@@ -318,6 +339,9 @@ class TestreuseSession:
         failure = next((r.testreuse_failure for r in reports if hasattr(r, "testreuse_failure")), None)
         if failure is not None:
             entry["failure"] = failure
+        graphs = next((r.testreuse_graphs for r in reports if hasattr(r, "testreuse_graphs")), None)
+        if graphs is not None:
+            entry["compiled_graphs"] = graphs
         if outcome == "xpassed":
             entry["promotion_candidate"] = True
         self.results.append(entry)
@@ -327,6 +351,11 @@ class TestreuseSession:
         if excinfo is not None and _is_upstream(item):
             facts = failure_facts(excinfo.value, item.path, self.plan.torch_root)
             report.testreuse_failure = {**facts, "when": report.when}
+
+    def note_graphs(self, item: pytest.Item, report: pytest.TestReport) -> None:
+        """A compiled run's call report carries the graphs compiled for the test (a plain int crosses the fork)."""
+        if report.when == "call" and GRAPHS_KEY in item.stash:
+            report.testreuse_graphs = item.stash[GRAPHS_KEY]
 
     def mandatory_skip_to_failure(self, item: pytest.Item, report: pytest.TestReport) -> None:
         """A mandatory_success test that skips itself at runtime did not pass: say so instead of hiding it."""
@@ -354,6 +383,19 @@ class TestreuseSession:
             self.torch_state.close()
         if self.results is not None:
             self.results.close()
+
+
+def _enable_compile(setting: CompileSetting | None) -> str | None:
+    """torch's compiled-test flag on, the config's compiler backend imported; the mode the run's cases run in."""
+    compiled.enable(setting)
+    if setting is not None and setting.backend:
+        try:
+            import_backend(setting.backend)
+        except ImportError as exc:
+            raise CompileModeError(
+                f"{setting.location}: compile.backend: cannot import {setting.backend}: {exc}"
+            ) from None
+    return compiled.mode_of_environment()
 
 
 def import_backend(spec: str | None) -> None:

@@ -16,6 +16,8 @@ What is used, and why it is the least invasive choice:
 - `DeviceTypeTestBase._get_dtypes`, wrapped on `PrivateUse1TestBase`, and `ops._parametrize_test` /
   `modules._parametrize_test`, wrapped, during collection only: `edits.*.include` adds dtypes to a test's `@dtypes`
   list for the device, OpInfos to its `@ops` list, ModuleInfos to its `@modules` list (restored after each).
+- `torch._dynamo.utils.counters["stats"]["unique_graphs"]`, read before and after a compiled run's test: the
+  graphs dynamo compiled for it, the evidence that a compiled run did not fall back to eager everywhere.
 - Per test instance, never the class or torch (undone after the test): `setUp` then `set_rng_seed(seed)`,
   `_apply_precision_override_for_test` then the configured tolerance, TestCase methods moving tensors to CPU.
 """
@@ -52,6 +54,15 @@ class Tolerance:
     dtype: str
     atol: float
     rtol: float
+
+
+def compiled_graphs() -> int:
+    """Graphs dynamo has compiled in this process so far (0 before dynamo is first imported)."""
+    if "torch._dynamo" not in sys.modules:
+        return 0
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
 
 
 def backend_name() -> str:
