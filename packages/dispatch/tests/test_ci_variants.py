@@ -1,5 +1,6 @@
 """Variants: more config folders of a device profile (a compiled run, say) that run the same backend x core x suite
-as combinations of their own. Profiles and ci.yaml declare them with one-line errors; the plan gives the latest
+as combinations of their own. Profiles and ci.yaml declare them with one-line errors; a variant ci.yaml asks for
+that the selected profile does not declare is skipped for that device, with a note; the plan gives the latest
 backend's combinations a variant each, with stable names; each runs with its own folder; and a real run on the
 CPU-fallback device keeps their results, durations, history and report rows apart."""
 
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from crcr.ci import build, combinations, cores, envs, history, pipeline
-from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, check_variants, load_ci_config, load_profile
-from crcr.ci.model import BuildResult, Candidate, CombinationResult, from_json
+from crcr.ci import build, combinations, cores, envs, history, pipeline, report
+from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, load_ci_config, load_profile, split_variants
+from crcr.ci.model import BuildResult, Candidate, CombinationResult, RunRecord, from_json, to_json
 from crcr.cli import main
 
 REPO = Path(__file__).resolve().parents[3]
@@ -120,37 +121,66 @@ def test_a_bad_ci_variants_list_is_one_line(tmp_path: Path, text: str, message: 
     assert "\n" not in str(info.value)
 
 
-def test_ci_yaml_may_only_ask_for_variants_the_profile_declares(tmp_path: Path) -> None:
+def test_ci_yaml_s_variants_split_into_the_profile_s_and_the_skipped(tmp_path: Path) -> None:
     path = tmp_path / "ci.yaml"
-    path.write_text(CI + "variants:\n  - compile\n  - other\n")
+    path.write_text(CI + "variants:\n  - other\n  - compile\n")
     config = load_ci_config(path)
-    assert config.variants == ("compile", "other")
-    profile = load_profile(profile_dir(tmp_path, PROFILE + COMPILE), "dev")
-    with pytest.raises(CIConfigError) as info:
-        check_variants(config, profile)
-    expected = f"{path}:5: variants[1]: 'other' is not a variant of device profile dev (its variants: compile)"
-    assert str(info.value) == expected
-    path.write_text(CI)
-    check_variants(load_ci_config(path), profile)  # none asked for: nothing to declare
-
-
-def test_crcr_ci_asking_for_an_undeclared_variant_exits_2_with_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    profile_dir(tmp_path, PROFILE)
-    path = tmp_path / "ci.yaml"
-    path.write_text(CI + "variants: [compile]\n")
-    assert main(["ci", "--config", str(path), "--cache", str(tmp_path / "cache")]) == 2
-    err = capsys.readouterr().err
-    assert (
-        err == f"error: {path}:3: variants[0]: 'compile' is not a variant of device profile dev (its variants: none)\n"
+    assert config.variants == ("other", "compile")
+    assert split_variants(config, load_profile(profile_dir(tmp_path, PROFILE + COMPILE), "dev")) == (
+        ("compile",),
+        ("other",),
     )
+    assert split_variants(config, load_profile(profile_dir(tmp_path, PROFILE), "dev")) == ((), ("other", "compile"))
+    path.write_text(CI)
+    assert split_variants(load_ci_config(path), load_profile(tmp_path, "dev")) == ((), ())  # none asked for
 
 
 @pytest.mark.skipif(not (REPO / "configs" / "ci.yaml").exists(), reason="run from the repository")
-def test_the_shipped_variants_are_declared_by_the_shipped_profile() -> None:
+def test_every_shipped_profile_runs_the_shipped_ci_yaml() -> None:
+    """`nox -s ci -- --device NAME` for each profile: its own device runs every variant, another skips those it
+    does not declare, and each one it runs has a folder for the shipped suite (else the run stops before a build)."""
     config = load_ci_config(REPO / "configs" / "ci.yaml")
-    check_variants(config, load_profile(REPO / "configs", config.device))
+    kind = "embedded" if config.suite == "embedded" else "upstream"
+    assert split_variants(config, load_profile(REPO / "configs", config.device)) == (config.variants, ())
+    for name in sorted(p.stem for p in (REPO / "configs" / "devices").glob("*.yaml")):
+        profile = load_profile(REPO / "configs", name)
+        variants, skipped = split_variants(config, profile)
+        assert set(skipped).isdisjoint(profile.variants)
+        for variant in ("", *variants):
+            profile.config_folder(kind, variant)  # raises CIConfigError without one
+
+
+class NoteProgress(pipeline.QuietProgress):
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+@pytest.mark.parametrize(
+    ("asked", "planned", "skipped"),
+    [
+        (("compile",), ["primary", "core@2.13.0"], ["compile"]),
+        (("other", "compile"), ["primary", "core@2.13.0", "primary+compile", "core@2.13.0+compile"], ["other"]),
+    ],
+)
+def test_a_variant_the_device_profile_does_not_declare_is_skipped_with_a_note(
+    repo: Path, tmp_path: Path, asked: tuple[str, ...], planned: list[str], skipped: list[str]
+) -> None:
+    ctx = _context(repo, tmp_path / "cache")
+    ctx.config = CIConfig("dev", (), ("2.13.0", "2.14.1"), "embedded", variants=asked)
+    if "other" not in asked:
+        ctx.profile = DeviceProfile("dev", "dev", (), {"embedded": "configs/dev"}, source=Path("devices/dev.yaml"))
+    ctx.progress = progress = NoteProgress()
+    record, _run_dir, plan = pipeline.start(ctx, {})
+    assert [c.name for c in plan] == planned
+    assert progress.notes == [f"variant {name}: not declared by device profile dev; skipped" for name in skipped]
+    assert record.skipped_variants == skipped
+    assert from_json(RunRecord, to_json(record)).skipped_variants == skipped  # record.json, a prepared run.json
+    assert report.summarize(record, {})["skipped_variants"] == skipped
+    assert "<tr><th>skipped variants</th><td>" in report.render_html(report.summarize(record, {}))
+    assert not (ctx.cache / "builds").exists()
 
 
 # --- planning and config folders ------------------------------------------------------------------------------------
@@ -307,3 +337,31 @@ def test_a_variant_runs_end_to_end_as_a_combination_of_its_own(fallback_repo) ->
     db = cache / "history.sqlite"
     greens = {name: history.last_green(db, name) for name in ran}
     assert {name: set(green[2]) for name, green in greens.items() if green} == ran  # each its own last green run
+
+
+def test_a_device_without_the_variant_runs_the_same_ci_yaml_and_skips_it(
+    fallback_repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`nox -s ci -- --device fallbackdev` with a ci.yaml asking for `compile`, which only another device declares:
+    the plain combinations run and pass, and the variant is one line on stderr and a note in summary.json."""
+    repo, builds = fallback_repo
+    shutil.copy(REPO / "configs" / "devices" / "fallbackdev.yaml", repo / "configs" / "devices")  # no variants
+    cache = repo.parent / "cache"
+    config = repo / "configs" / "ci.yaml"
+    assert "variants: [compile]" in config.read_text()
+    argv = ["ci", "--config", str(config), "--device", "fallbackdev", "--repo", str(repo), "--cache", str(cache)]
+    status = main(argv)
+    err = capsys.readouterr().err.splitlines()
+    (run_dir,) = (cache / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert status == 0, summary["verdict"]
+    assert [line for line in err if "variant" in line] == [
+        "variant compile: not declared by device profile fallbackdev; skipped"
+    ]
+    assert not any(line.startswith("error:") for line in err)
+    assert summary["skipped_variants"] == ["compile"]
+    assert [(c["name"], c["variant"], c["status"]) for c in summary["combinations"]] == [("primary", "", "passed")]
+    assert json.loads((run_dir / "record.json").read_text())["skipped_variants"] == ["compile"]
+    assert "compile (not declared by device profile fallbackdev)" in (run_dir / "report.html").read_text()
+    assert not (run_dir / "primary_compile").exists()
+    assert len(builds) == 1

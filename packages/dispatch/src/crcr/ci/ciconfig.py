@@ -115,19 +115,14 @@ def _load_ci_config(path: Path) -> CIConfig:
     )
 
 
-def check_variants(config: CIConfig, profile: DeviceProfile) -> None:
-    """Every variant `config` asks for is one the device profile declares (the profile holds its config folders)."""
+def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the variants `config` asks for that the device profile declares, those it does not), each in ci.yaml's order.
 
-    def check() -> None:
-        declared = ", ".join(sorted(profile.variants)) or "none"
-        for index, name in enumerate(config.variants):
-            if name not in profile.variants:
-                raise CIConfigError(
-                    f"{config.source}: variants[{index}]: {name!r} is not a variant of device profile "
-                    f"{profile.name} (its variants: {declared})"
-                )
-
-    located(config.source, check)
+    One ci.yaml serves every profile `--device` selects, and a variant's config folders are a profile's own (one
+    device has a compiled run, another none), so a variant this profile does not declare is skipped for it, not an
+    error."""
+    declared = tuple(name for name in config.variants if name in profile.variants)
+    return declared, tuple(name for name in config.variants if name not in profile.variants)
 
 
 _PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants"}

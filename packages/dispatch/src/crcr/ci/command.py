@@ -12,7 +12,7 @@ from typing import Any
 
 from crcr import loop
 from crcr.ci import build, cores, envs, history, legs, runner, worktrees
-from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, check_variants, load_ci_config, load_profile
+from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
 from crcr.ci.isolation import IsolationError
 from crcr.ci.model import RunRecord
 from crcr.ci.pipeline import Context, QuietProgress, run
@@ -37,7 +37,6 @@ def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -
     if args.suite:
         config = dataclasses.replace(config, suite=args.suite)
     profile = load_profile(Path(args.config).parent, args.device or config.device)
-    check_variants(config, profile)
     only = tuple(getattr(args, "only", ()))
     return Context(Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only)
 

@@ -160,6 +160,7 @@ class RunRecord:
     artifacts: list[Artifact] = field(default_factory=list)
     finished: str = ""
     verdict: str = ""  # "green", or "red: <one line>"
+    skipped_variants: list[str] = field(default_factory=list)  # ci.yaml's, undeclared by this device
 
 
 def to_json(value: Any) -> Any:

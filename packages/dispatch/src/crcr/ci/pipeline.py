@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from crcr.ci import attribution, build, combinations, compat, cores, envs, history, isolation, report, runner, worktrees
-from crcr.ci.ciconfig import CIConfig, DeviceProfile
+from crcr.ci.ciconfig import CIConfig, DeviceProfile, split_variants
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
@@ -39,6 +39,7 @@ from crcr.ci.model import (
 class Progress(Protocol):
     def phase(self, combination: str, text: str) -> None: ...
     def tests(self, combination: str, done: int, total: int) -> None: ...
+    def note(self, text: str) -> None: ...
 
 
 class QuietProgress:
@@ -46,6 +47,9 @@ class QuietProgress:
         pass
 
     def tests(self, combination: str, done: int, total: int) -> None:
+        pass
+
+    def note(self, text: str) -> None:
         pass
 
 
@@ -83,7 +87,8 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
 
 
 def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path, list[Combination]]:
-    """A new run: its directory, its (empty) record, and the combinations it will run."""
+    """A new run: its directory, its (empty) record, and the combinations it will run. A variant ci.yaml asks for
+    that the device profile does not declare is skipped: one note, and the record's `skipped_variants`."""
     started = datetime.datetime.now(datetime.UTC)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     run_dir = ctx.cache / "runs" / run_id
@@ -92,7 +97,10 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     if isinstance(where, isolation.DockerIsolation):
         ctx.progress.phase("setup", f"checking the container engine and image {where.image}")
         where.check(ctx.repo, ctx.cache / "docker.log")
-    planned = combinations.plan(ctx.config, ctx.repo, ctx.cache)
+    variants, skipped = split_variants(ctx.config, ctx.profile)
+    for name in skipped:  # ci.yaml serves every device profile; this one has no config folders for the variant
+        ctx.progress.note(f"variant {name}: not declared by device profile {ctx.profile.name}; skipped")
+    planned = combinations.plan(dataclasses.replace(ctx.config, variants=variants), ctx.repo, ctx.cache)
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
     for combination in planned:  # a profile without this suite's config folder stops the run before any build
@@ -100,7 +108,8 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     machine = {**environment(), "isolation": where.name}
     if isinstance(where, isolation.DockerIsolation):
         machine["image"] = where.image
-    record = RunRecord(run_id, started.isoformat(timespec="seconds"), dict(trigger), machine, ctx.profile.name)
+    started_at = started.isoformat(timespec="seconds")
+    record = RunRecord(run_id, started_at, dict(trigger), machine, ctx.profile.name, skipped_variants=list(skipped))
     return record, run_dir, planned
 
 

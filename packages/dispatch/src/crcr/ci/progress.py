@@ -33,6 +33,10 @@ class RichProgress:
         if not self.live:
             self.console.print(escape(f"[{combination}] {text}"), highlight=False)
 
+    def note(self, text: str) -> None:
+        """One line about the whole run (a variant skipped), printed above the live table or as a plain line."""
+        self.console.print(escape(text), highlight=False, soft_wrap=True)
+
     def tests(self, combination: str, done: int, total: int) -> None:
         self.bars.update(self._task(combination), completed=done, total=total)
         if not self.live:

@@ -102,6 +102,7 @@ def summarize(run: RunRecord, previous_green: dict[str, dict[str, str]]) -> dict
             if c["status"] == "build_failed"
         ],
         "artifacts": len(run.artifacts),
+        "skipped_variants": list(run.skipped_variants),  # ci.yaml's variants this device profile does not declare
         "combinations": combos,
     }
 
@@ -294,6 +295,11 @@ def _section_totals(summary: dict[str, Any]) -> str:
     statuses = ", ".join(f'<span class="pill st-{_e(k)}">{n} {_e(k)}</span>' for k, n in totals["combinations"].items())
     classes = " ".join(f"{_pill(k)} {n}" for k, n in summary["failure_classes"].items()) or "none"
     worst = summary["shard_balance"]["worst"]
+    skipped = ""
+    if summary.get("skipped_variants"):
+        names = ", ".join(_e(name) for name in summary["skipped_variants"])
+        device = _e(summary["device"])
+        skipped = f"<tr><th>skipped variants</th><td>{names} (not declared by device profile {device})</td></tr>"
     return (
         "<h2>Overview</h2><table>"
         f"<tr><th>combinations</th><td>{statuses or 'none'}</td></tr>"
@@ -302,7 +308,7 @@ def _section_totals(summary: dict[str, Any]) -> str:
         f"<tr><th>flaky tests</th><td>{totals['flaky']}</td></tr>"
         f"<tr><th>failure classes</th><td>{classes}</td></tr>"
         f"<tr><th>shard balance (worst slowest/mean)</th><td>{'-' if worst is None else f'{worst:.3f}'}</td></tr>"
-        "</table>"
+        f"{skipped}</table>"
     )
 
 
