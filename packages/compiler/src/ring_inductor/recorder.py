@@ -29,8 +29,15 @@ ELEMENTWISE: dict[str, str] = {
     **{name: name for name in ("fmod", "remainder", "hypot", "ldexp", "isinf", "signbit", "logical_xor")},
     **{name: name for name in ("bitwise_not", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift")},
     "truediv": "div",
+    "div_rn": "div",  # true division, rounded to nearest
+    "mod": "fmod",  # C's %, the sign of the dividend
     "erfc": "special_erfc",
     "trunc": "trunc",
+}
+#: Inductor ops that are one aten op with fixed attributes.
+WITH_ATTRS: dict[str, tuple[str, dict[str, Any]]] = {
+    "floordiv": ("div", {"rounding_mode": "floor"}),
+    "truncdiv": ("div", {"rounding_mode": "trunc"}),
 }
 _NARROW = (torch.float16, torch.bfloat16)
 _COMPARISONS = frozenset(
@@ -189,14 +196,14 @@ class Recorder:
         return step
 
     def __getattr__(self, name: str) -> Callable[..., Value]:
-        if name.startswith("_") or name not in ELEMENTWISE:
+        if name.startswith("_") or (name not in ELEMENTWISE and name not in WITH_ATTRS):
             raise UnsupportedError(f"op {name}")
-        fn = ELEMENTWISE[name]
+        fn, attrs = WITH_ATTRS.get(name) or (ELEMENTWISE[name], {})
 
         def op(*args: Value) -> Value:
             if not all(isinstance(a, Value) for a in args):
                 raise UnsupportedError(f"op {name} with non-tensor arguments")
-            return self._step(fn, list(args), torch.bool if name in _COMPARISONS else None)
+            return self._step(fn, list(args), torch.bool if name in _COMPARISONS else None, **attrs)
 
         return op
 
