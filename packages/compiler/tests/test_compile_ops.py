@@ -147,3 +147,14 @@ def test_integer_division_family_is_exact(op: str) -> None:
     out, kernels = compiled_run(fn, a, b)
     assert own_kernels(kernels), kernels
     assert torch.equal(out.cpu(), fn(a, b))
+
+
+def test_a_tensor_literal_made_inside_the_graph() -> None:
+    """torch 2.14 captures torch.tensor([...]) as lift_fresh_copy of a row constant stored into a full buffer."""
+
+    def fn(scale: torch.Tensor) -> torch.Tensor:
+        x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3.14], device="ring", dtype=torch.float32)
+        return torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0) * scale
+
+    out, _ = compiled_run(fn, torch.ones(4))
+    torch.testing.assert_close(out.cpu(), torch.tensor([1.0, 2.0, -2.0, 3.14]))

@@ -103,9 +103,10 @@ class Recorder:
             raise UnsupportedError(f"store mode {mode!r} into {name}")
         operand = self._operand(name, classify(index, self.loop, self.graph.rows, self.graph.cols), is_output=True)
         want = "row" if operand.access.kind == "row" else "full"
-        if want == "full" and value.kind != "full" and not (self.graph.cols == 1 and value.kind == "row"):
+        one_column_row = want == "full" and self.graph.cols == 1 and value.kind == "row"  # already one element a row
+        if want == "full" and value.kind != "full" and not one_column_row:
             value = self._broadcast_full(value)
-        elif value.kind != want:
+        elif value.kind != want and not one_column_row:
             raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
         if value.dtype != operand.dtype:
             value = self._step("cast", [value], operand.dtype)
