@@ -158,3 +158,13 @@ def test_a_tensor_literal_made_inside_the_graph() -> None:
 
     out, _ = compiled_run(fn, torch.ones(4))
     torch.testing.assert_close(out.cpu(), torch.tensor([1.0, 2.0, -2.0, 3.14]))
+
+
+@pytest.mark.parametrize("dims", [(0,), (1,), (0, 1)])
+def test_flipped_reads_have_negative_strides(dims: tuple[int, ...]) -> None:
+    """flip's index (`n - 1 - i`) is a strided read with negative strides, which as_strided refuses."""
+    x = torch.randn(7, 130, dtype=torch.float16)
+    fn = lambda t: torch.flip(t, dims) * 2 + t  # noqa: E731
+    out, kernels = compiled_run(fn, x)
+    assert own_kernels(kernels), kernels
+    assert excess(out, reference(fn, x), device_bound(torch.float16, "rounded", scale=8)) <= 0

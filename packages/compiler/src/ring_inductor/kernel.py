@@ -53,19 +53,31 @@ class RingKernel:
 
     def __call__(self, *arguments: torch.Tensor) -> None:
         buffers: dict[str, torch.Tensor] = {}
-        copies: list[tuple[torch.Tensor, torch.Tensor]] = []
+        copies: list[tuple[torch.Tensor, torch.Tensor, list[int]]] = []
         for b in self.bindings:
             base = arguments[b.argument]
+            flips: list[int] = []
             if b.kind in ("gather", "scatter"):
-                view = torch.as_strided(base, b.sizes, b.strides, base.storage_offset() + b.offset)
+                view, flips = _positive_view(base, b.sizes, b.strides, b.offset)
             else:
                 view = torch.as_strided(base, (b.elements,), (1,), base.storage_offset() + b.offset)
-            if b.is_output and not (b.kind != "scatter" and _aligned(view)):
+            if b.is_output and (flips or not (b.kind != "scatter" and _aligned(view))):
                 target, view = view, torch.empty(view.shape, dtype=view.dtype, device=view.device)
-                copies.append((target, view))
-            elif not b.is_output and not _aligned(view):
-                view = view.contiguous() if not view.is_contiguous() else view.clone()
+                copies.append((target, view, flips))
+            elif not b.is_output and (flips or not _aligned(view)):
+                view = view.flip(flips) if flips else view.contiguous() if not view.is_contiguous() else view.clone()
             buffers[b.buffer] = runtime.host_view(view)
         launch(self.program, buffers, key=self.key)
-        for target, result in copies:
-            target.copy_(result)
+        for target, result, flips in copies:
+            target.copy_(result.flip(flips) if flips else result)
+
+
+def _positive_view(
+    base: torch.Tensor, sizes: Sequence[int], strides: Sequence[int], offset: int
+) -> tuple[torch.Tensor, list[int]]:
+    """The elements of a strided access as a view with positive strides, and the dims to flip to get the access's
+    order: as_strided refuses negative strides, which an index like flip's (`n - 1 - i`) has."""
+    flips = [d for d, stride in enumerate(strides) if stride < 0]
+    start = offset + sum(stride * (size - 1) for size, stride in zip(sizes, strides, strict=True) if stride < 0)
+    view = torch.as_strided(base, tuple(sizes), tuple(abs(s) for s in strides), base.storage_offset() + start)
+    return view, flips
