@@ -64,8 +64,10 @@ class RingKernel:
             if b.is_output and (flips or not (b.kind != "scatter" and _aligned(view))):
                 target, view = view, torch.empty(view.shape, dtype=view.dtype, device=view.device)
                 copies.append((target, view, flips))
-            elif not b.is_output and (flips or not _aligned(view)):
-                view = view.flip(flips) if flips else view.contiguous() if not view.is_contiguous() else view.clone()
+            elif not b.is_output and flips:
+                view = view.flip(flips)  # a new, contiguous tensor in the access's order
+            elif not b.is_output and not _aligned(view):
+                view = view.contiguous() if not view.is_contiguous() else view.clone()
             buffers[b.buffer] = runtime.host_view(view)
         launch(self.program, buffers, key=self.key)
         for target, result, flips in copies:

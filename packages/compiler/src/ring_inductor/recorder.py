@@ -41,8 +41,8 @@ WITH_ATTRS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 _NARROW = (torch.float16, torch.bfloat16)
 _COMPARISONS = frozenset(
-    {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor", "isnan", "isinf"}
-    | {"signbit"}
+    {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor"}
+    | {"isnan", "isinf", "signbit"}
 )
 #: Inductor reduction types and the aten reduction over the last dim that computes them.
 REDUCTIONS: dict[str, str] = {"sum": "sum", "max": "amax", "min": "amin", "prod": "prod", "any": "amax"}
@@ -103,11 +103,11 @@ class Recorder:
             raise UnsupportedError(f"store mode {mode!r} into {name}")
         operand = self._operand(name, classify(index, self.loop, self.graph.rows, self.graph.cols), is_output=True)
         want = "row" if operand.access.kind == "row" else "full"
-        one_column_row = want == "full" and self.graph.cols == 1 and value.kind == "row"  # already one element a row
-        if want == "full" and value.kind != "full" and not one_column_row:
+        one_column_row = want == "full" and self.graph.cols == 1 and value.kind == "row"  # one element a row already
+        if value.kind != want and not one_column_row:
+            if want != "full":
+                raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
             value = self._broadcast_full(value)
-        elif value.kind != want and not one_column_row:
-            raise UnsupportedError(f"a {value.kind} value stored as {want} into {name} (broadcasting store)")
         if value.dtype != operand.dtype:
             value = self._step("cast", [value], operand.dtype)
         self.graph.stores.append((operand, value))
