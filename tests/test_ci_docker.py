@@ -59,9 +59,11 @@ def test_a_command_runs_in_a_container_that_sees_only_its_mounts(tmp_path: Path)
     assert (tmp_path / "out.txt").read_text() == "a'b\"c $(x)"  # passed by name, never through a shell
 
 
-def test_a_timeout_kills_the_container_not_only_its_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timeout", [5, 0.05])
+def test_a_timeout_kills_the_container_not_only_its_client(tmp_path: Path, timeout: float) -> None:
+    """Also when the timeout passes before the container has even started (a loaded engine)."""
     mounts = Mounts(read_only=(PYTHON.parent.parent, interpreter_prefix(PYTHON)), writable=(tmp_path,))
-    done = DockerIsolation().run([str(PYTHON), "-c", "import time; time.sleep(600)"], tmp_path, {}, 5, mounts)
+    done = DockerIsolation().run([str(PYTHON), "-c", "import time; time.sleep(600)"], tmp_path, {}, timeout, mounts)
     assert done.timed_out
     assert _leftover_containers() == []
 

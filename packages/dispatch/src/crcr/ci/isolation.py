@@ -25,6 +25,8 @@ DEFAULT_IMAGE = "tributary-base:bookworm"
 #: Host variables that describe the host, not the test: the container keeps its own.
 HOST_ONLY = frozenset({"PATH", "HOME", "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "TMPDIR", "TERM", "DISPLAY", "_"})
 ENGINE_WAIT = 30.0
+#: Seconds `docker create` may take on a loaded engine before the shard counts as not started.
+CREATE_WAIT = 120.0
 
 
 class IsolationError(Exception):
@@ -59,7 +61,7 @@ class ProcessIsolation:
 
 @dataclass(frozen=True)
 class DockerIsolation:
-    """Each call in a new container of `image`, removed when it ends; a timeout kills the container itself."""
+    """Each call in a new container of `image`, removed when it ends; a timeout removes the container itself."""
 
     image: str = DEFAULT_IMAGE
     name = "docker"
@@ -70,7 +72,7 @@ class DockerIsolation:
         container = f"tributary-shard-{uuid.uuid4().hex[:12]}"
         passed = {k: v for k, v in env.items() if k not in HOST_ONLY and "\0" not in v}
         passed["HOME"] = "/tmp"
-        command = ["docker", "run", "--rm", "--init", "--network", "none", "--name", container,
+        command = ["docker", "create", "--init", "--network", "none", "--name", container,
                    "--user", f"{os.getuid()}:{os.getgid()}", "--workdir", str(cwd)]  # fmt: skip
         for path in _outermost(mounts.read_only):
             command += ["--mount", f"type=bind,source={path},target={path},readonly"]
@@ -80,7 +82,16 @@ class DockerIsolation:
             command += ["--env", name]
         command += [self.image, *argv]
         client_env = {**os.environ, **passed}
-        return _supervise(command, cwd, client_env, timeout, on_timeout=lambda: _kill(container))
+        # Created before it starts and removed by name after, whatever became of the client: a container the
+        # engine was still creating when a timeout killed `docker run` would otherwise outlive the shard.
+        try:
+            created = _docker(command, client_env, CREATE_WAIT)
+            if created.returncode:
+                return Completed(created.returncode, created.stdout + created.stderr)
+            attach = ["docker", "start", "--attach", container]
+            return _supervise(attach, cwd, client_env, timeout, on_timeout=lambda: _remove(container))
+        finally:
+            _remove(container)
 
     def check(self, repo: Path, log: Path) -> None:
         """Make sure an engine answers (starting dockerd when this user may) and the image exists (building it
@@ -137,8 +148,16 @@ def _supervise(
             return Completed(-int(signal.SIGKILL), output, timed_out=True)
 
 
-def _kill(container: str) -> None:
-    subprocess.run(["docker", "kill", container], capture_output=True, check=False, timeout=60)
+def _docker(command: list[str], env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(command, 125, "", f"{' '.join(command[:2])}: no answer in {timeout:.0f} s")
+
+
+def _remove(container: str) -> None:
+    """Kill and remove `container`, returning once the engine has (a no-op when it does not exist)."""
+    _docker(["docker", "rm", "--force", container], os.environ, 60)
 
 
 def _engine_answers() -> bool:
