@@ -1,4 +1,4 @@
-"""ring_inductor's options: where to dump each kernel's program and decisions for review."""
+"""ring_inductor's options: where to dump each kernel's program and decisions, and which solver places tiles."""
 
 from __future__ import annotations
 
@@ -7,3 +7,8 @@ import os
 #: A directory that receives `<kernel>.json` (the program) and `<kernel>.decisions.json` for every compiled kernel;
 #: None (the default) dumps nothing. The environment variable RING_INDUCTOR_DUMP sets it at import.
 dump_dir: str | None = os.environ.get("RING_INDUCTOR_DUMP") or None
+
+#: How each kernel's chunk tiles are placed in a core's scratchpad: `best-fit` (the default), `greedy`, `cp-sat`
+#: (exact, 2 s a kernel) or `stacked` (the no-reuse baseline). The environment variable RING_INDUCTOR_SCRATCHPAD
+#: sets it at import.
+scratchpad_solver: str = os.environ.get("RING_INDUCTOR_SCRATCHPAD") or "best-fit"

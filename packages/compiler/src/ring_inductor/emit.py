@@ -2,21 +2,24 @@
 
 Each core: DMA in its whole (broadcast) operands and compute the steps that depend only on them, then for each
 chunk of its rows: DMA in the split operands, run every row step on scratchpad tiles, DMA out the stored tiles.
-Every value keeps its own tile (intermediates never round-trip through device memory); the chunk is the largest
-that fits all of them in the usable scratchpad.
+Every value has a tile (intermediates never round-trip through device memory); a scratchpad solver (`placement`)
+places the chunk's tiles by lifetime, so a dead tile's bytes are reused, and the chunk is the largest it places.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 from ringsim.engine import DEFAULT_MODEL, FORMAT
 
+from ring_inductor import config
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.graph import KernelGraph, Operand, Value
+from ring_inductor.placement import SOLVER_NAMES, ChunkPlan, lifetimes, needed, place
 
 STICK = DEFAULT_MODEL.stick_bytes
 SCRATCHPAD = DEFAULT_MODEL.usable_scratchpad_bytes
@@ -55,6 +58,7 @@ class Split:
     chunk: int
     granularity: int
     scratchpad_bytes: int
+    solver: str
 
 
 class Tiles:
@@ -90,30 +94,60 @@ def _tile_kind(operand: Operand) -> str:
     return "full" if kind in ("gather", "scatter") else kind
 
 
-def plan_split(graph: KernelGraph, tiles: Tiles) -> Split:
-    """How many cores, rows per core and rows per chunk; refuses a row that overflows a scratchpad."""
-    split = [name for name, (kind, _) in tiles.kinds.items() if _split(kind)]
+def _chunk_steps(graph: KernelGraph, tiles: Tiles, split: set[str]) -> list[tuple[list[str], list[str]]]:
+    """What each step of one chunk reads and writes, in program order: DMAs in, compute steps, DMAs out."""
+    steps: list[tuple[list[str], list[str]]] = [([], [op.name]) for op in graph.operands if op.name in split
+                                                 and not op.is_output]  # fmt: skip
+    steps += [([tiles.of(v) for v in value.inputs], [tiles.of(value)]) for value in graph.steps if _split(value.kind)]
+    steps += [([tiles.of(value)], []) for _, value in graph.stores]
+    return steps
+
+
+def plan_split(graph: KernelGraph, tiles: Tiles, solver: str | None = None) -> tuple[Split, ChunkPlan]:
+    """How many cores, rows per core and rows per chunk, and where each chunk tile lives: the largest chunk whose
+    tiles `solver` places in the scratchpad left by the whole tiles; refuses a row that cannot fit."""
+    solver = solver or config.scratchpad_solver
+    if solver not in SOLVER_NAMES:
+        raise ValueError(f"ring_inductor.config.scratchpad_solver: unknown solver {solver!r} (one of "
+                         f"{', '.join(SOLVER_NAMES)})")  # fmt: skip
+    split = {name for name, (kind, _) in tiles.kinds.items() if _split(kind)}
     whole = [name for name in tiles.kinds if name not in split]
     io = [op.name for op in graph.operands if _split(_tile_kind(op))]
     g = 1
     for name in io:
         g = math.lcm(g, STICK // math.gcd(tiles.row_bytes(name), STICK))
     whole_bytes = sum(align(math.prod(tiles.shape(n, 1)) * tiles.kinds[n][1].itemsize) for n in whole)
-    per_row = sum(tiles.row_bytes(n) for n in split)
-    room = SCRATCHPAD - whole_bytes - STICK * len(split)
+    chunk_tiles = lifetimes(_chunk_steps(graph, tiles, split), {n: tiles.row_bytes(n) for n in split})
+    room = SCRATCHPAD - whole_bytes
     io_row = sum(tiles.row_bytes(n) for n in io)
     cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, ceil_div(graph.rows, g)))
     per_core = ceil_div(ceil_div(graph.rows, cores), g) * g
     span = min(graph.rows, per_core)
-    fit = room // per_row if per_row else span
-    chunk = span if fit >= span else (fit // g) * g
-    if room < 0 or chunk < 1:
+    fits = lambda rows: needed(chunk_tiles, rows, solver) <= room  # noqa: E731
+    if room < 0 or not fits(min(g, span)):
+        rows = min(g, span)
         raise UnsupportedError(
-            f"a row of this kernel ({graph.cols} columns, {per_row} bytes of tiles) overflows a core's "
-            f"{SCRATCHPAD}-byte scratchpad"
+            f"the smallest chunk of this kernel ({rows} row{'s' * (rows > 1)} of {graph.cols} columns, "
+            f"{needed(chunk_tiles, rows, solver)} bytes of tiles as the {solver} solver places them) overflows the "
+            f"{room} bytes of a core's scratchpad left by its whole tiles"
         )
-    used = whole_bytes + sum(align(tiles.row_bytes(n) * chunk) for n in split)
-    return Split(graph.rows, graph.cols, ceil_div(graph.rows, per_core), per_core, chunk, g, used)
+    chunk = span if fits(span) else _largest(lambda k: fits(k * g), span // g) * g
+    while (placement := place(chunk_tiles, chunk, room, solver)).spilled:
+        if chunk <= g:
+            raise UnsupportedError(f"the {solver} scratchpad solver cannot place one chunk of this kernel's tiles")
+        chunk = max(g, chunk * 7 // 8 // g * g)
+    used = whole_bytes + placement.peak
+    split_plan = Split(graph.rows, graph.cols, ceil_div(graph.rows, per_core), per_core, chunk, g, used, solver)
+    return split_plan, ChunkPlan(tuple(chunk_tiles), chunk, placement)
+
+
+def _largest(ok: Callable[[int], bool], high: int) -> int:
+    """The largest k in [1, high] with ok(k), for ok true at 1 and monotone (true, then false)."""
+    low = 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if ok(middle) else (low, middle - 1)
+    return low
 
 
 def _attr(value: Any, row: int, size: int) -> Any:
@@ -143,7 +177,8 @@ def _compute(value: Value, tiles: Tiles, tag: str, row: int, size: int, split: s
 def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[str, Any]]:
     """The program for `graph` and the decisions behind it (split, tiles), for the dump."""
     tiles = Tiles(graph)
-    plan = plan_split(graph, tiles)
+    plan, chunk_plan = plan_split(graph, tiles)
+    placement = chunk_plan.placement
     split = {n for n, (kind, _) in tiles.kinds.items() if _split(kind)}
     buffers = {
         op.name: {"dtype": dtype_name(op.dtype), "shape": tiles.shape(op.name, graph.rows)} for op in graph.operands
@@ -166,14 +201,13 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
                 "shape": tiles.shape(tile, 1),
             }
             offset += align(math.prod(tiles.shape(tile, 1)) * tiles.kinds[tile][1].itemsize)
-        for tile in sorted(split):
+        for tile in sorted(placement.offsets):
             for size in sizes:
                 core_tiles[tile + suffix[size]] = {
-                    "offset": offset,
+                    "offset": offset + placement.offsets[tile],
                     "dtype": dtype_name(tiles.kinds[tile][1]),
                     "shape": tiles.shape(tile, size),
                 }
-            offset += align(tiles.row_bytes(tile) * sizes[0])
         instructions: list[dict[str, Any]] = [
             {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in loads if op.name not in split
         ]
@@ -215,5 +249,6 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
             for op in graph.operands
         ],
         "tiles": cores[0]["tiles"],
+        "scratchpad": chunk_plan.decisions(),
     }
     return program, decisions

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ring_inductor import dump
+from ring_inductor import config, dump
 from ring_inductor.emit import Tiles, build_program, plan_split
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.recorder import record_kernel
@@ -23,9 +23,12 @@ from ring_inductor.torchprivate import (
 
 
 def _fits(nodes: list[Any]) -> bool:
+    """Whether one kernel can hold `nodes`; placed by best-fit when the codegen's solver is CP-SAT (whatever best-fit
+    places, CP-SAT, seeded with it, places too), so fusion decisions stay fast."""
+    solver = "best-fit" if config.scratchpad_solver == "cp-sat" else config.scratchpad_solver
     try:
         graph = record_kernel(nodes)
-        plan_split(graph, Tiles(graph))
+        plan_split(graph, Tiles(graph), solver)
     except UnsupportedError:
         return False
     return True

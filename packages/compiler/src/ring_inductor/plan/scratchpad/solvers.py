@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from ortools.sat.python import cp_model
-
 from .buffers import STICK, Buffer, Placement, finish
 
 Solver = Callable[[Sequence[Buffer], int], Placement]
@@ -54,6 +52,8 @@ def best_fit(buffers: Sequence[Buffer], capacity: int) -> Placement:
 def cp_sat(buffers: Sequence[Buffer], capacity: int, time_limit: float = 10.0) -> Placement:
     """Exact: optional rectangles [live interval] x [address range] with 2-D no-overlap, minimising spilled traffic
     (then the peak address). Addresses in sticks; seeded with the best-fit placement; single worker."""
+    from ortools.sat.python import cp_model  # imported when used: OR-Tools adds 1.5 s to a compiler import
+
     begin = time.perf_counter()
     model = cp_model.CpModel()
     slots = capacity // STICK
