@@ -37,3 +37,15 @@ def test_matmul_tile_balances_the_accumulator_and_fits():
 def test_no_tile_fits_a_tiny_scratchpad():
     with pytest.raises(TilingError):
         matmul_tile(128, 128, 128, 1024, 128)
+
+
+@pytest.mark.parametrize(("m", "n", "itemsize"), [(2, 512, 2), (4, 8, 2), (2, 16, 4)])
+def test_every_matmul_dma_is_whole_sticks(m: int, n: int, itemsize: int):
+    """A 2-row block with 16 columns would store 64 bytes: a DMA off the stick boundary the engine refuses."""
+    try:
+        tile = matmul_tile(m, n, 2048, CAPACITY, 128, itemsize)
+    except TilingError:
+        return  # no aligned tile at all: the division pass then weighs other splits
+    assert tile.whole_sticks(128)
+    for elements in (tile.m * tile.k, tile.k * tile.n, tile.m * tile.n):
+        assert elements * itemsize % 128 == 0, tile

@@ -21,6 +21,7 @@ from ringsim.engine import FORMAT, launch
 from ring_inductor import dump
 from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, SCRATCHPAD, STICK, align, ceil_div, dtype_name
 from ring_inductor.errors import UnsupportedError
+from ring_inductor.planned_matmul import run_planned_mm
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,13 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         tensors = (bias.reshape(n) if bias.numel() == n else bias.expand(m, n), *tensors[1:])
     operands = [_stick_aligned(t) for t in tensors]
     shapes = tuple(tuple(t.shape) for t in operands)
-    program = matmul_program(fn, shapes, dtype)
+    try:
+        program = matmul_program(fn, shapes, dtype)
+    except UnsupportedError:
+        if fn == "bmm":
+            raise
+        out = run_planned_mm(*operands[-2:])  # B overflows a core: the planning layer divides and tiles it
+        return out.add_(operands[0]) if fn == "addmm" else out
     out = torch.empty(program["buffers"]["out"]["shape"], dtype=dtype, device=tensors[-1].device)
     names = [n for n in program["buffers"] if n != "out"]
     buffers = {n: runtime.host_view(t) for n, t in zip(names, operands, strict=True)}

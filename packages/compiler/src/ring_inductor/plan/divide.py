@@ -136,6 +136,8 @@ def ring_tile(rows: int, cols: int, k: int, cost: CostModel, itemsize: int) -> M
     piece = rows // cost.cores
     for chunk in (c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0):
         tile = MatmulTile(piece, cols, chunk, 4, itemsize)
+        if not tile.whole_sticks(cost.stick):
+            continue
         footprint = rows * cols * ACCUMULATOR_BYTES + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES
         if footprint + cost.stick_bytes(piece * cols * itemsize) <= cost.scratchpad:
             return tile

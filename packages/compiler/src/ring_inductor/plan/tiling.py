@@ -43,6 +43,10 @@ class MatmulTile:
     slots: int
     itemsize: int
 
+    def whole_sticks(self, stick: int) -> bool:
+        """Whether each operand chunk and output tile is whole sticks: DMAs of them land on stick boundaries."""
+        return all(elems * self.itemsize % stick == 0 for elems in (self.m * self.k, self.k * self.n, self.m * self.n))
+
     def footprint(self, stick: int) -> int:
         acc = _sticks(self.m * self.n * ACCUMULATOR_BYTES, stick)
         left = self.slots * _sticks(self.m * self.k * self.itemsize, stick)
@@ -65,6 +69,8 @@ def matmul_tile(
         for tn in _divisors(n, stick_elems):
             for k in ks:
                 tile = MatmulTile(tm, tn, k, slots, itemsize)
+                if not tile.whole_sticks(stick):
+                    continue
                 if tile.footprint(stick) <= capacity:
                     if best is None or _score(tile) > _score(best):
                         best = tile
