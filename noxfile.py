@@ -96,7 +96,7 @@ def _upstream_tree() -> str:
 @nox.session(python=PYTHON, requires=["build"])
 def bench(session: nox.Session) -> None:
     """Benchmarks that print ratios against a baseline measured in the same run (simulator, test reuse)."""
-    _install_wheels(session, _closure("simulator", "testreuse"), "[test]")
+    _install_wheels(session, _closure("simulator", "testreuse", "compiler"), "[test]")
     for script in ("sim_sanity.py", "op_overhead.py", "opinfo_sweep.py"):
         session.run("python", str(ROOT / "packages/simulator/benchmarks" / script))
     session.run(
@@ -112,6 +112,8 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/shard_planner.py"))
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
+    for script in ("passes.py", "compiled_scratchpad.py"):
+        session.run("python", str(ROOT / "packages/compiler/benchmarks" / script), "--quick")
 
 
 @nox.session(python=PYTHON, requires=["build"])
