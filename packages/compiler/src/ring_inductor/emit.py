@@ -94,6 +94,10 @@ def _tile_kind(operand: Operand) -> str:
     return "full" if kind in ("gather", "scatter") else kind
 
 
+class RowOverflow(UnsupportedError):
+    """The smallest chunk of whole rows overflows a core's scratchpad (a looped kernel may still fit)."""
+
+
 def _chunk_steps(graph: KernelGraph, tiles: Tiles, split: set[str]) -> list[tuple[list[str], list[str]]]:
     """What each step of one chunk reads and writes, in program order: DMAs in, compute steps, DMAs out."""
     steps: list[tuple[list[str], list[str]]] = [([], [op.name]) for op in graph.operands if op.name in split
@@ -126,7 +130,7 @@ def plan_split(graph: KernelGraph, tiles: Tiles, solver: str | None = None) -> t
     fits = lambda rows: needed(chunk_tiles, rows, solver) <= room  # noqa: E731
     if room < 0 or not fits(min(g, span)):
         rows = min(g, span)
-        raise UnsupportedError(
+        raise RowOverflow(
             f"the smallest chunk of this kernel ({rows} row{'s' * (rows > 1)} of {graph.cols} columns, "
             f"{needed(chunk_tiles, rows, solver)} bytes of tiles as the {solver} solver places them) overflows the "
             f"{room} bytes of a core's scratchpad left by its whole tiles"
@@ -157,25 +161,33 @@ def _attr(value: Any, row: int, size: int) -> Any:
     return dtype_name(value) if isinstance(value, torch.dtype) else value
 
 
-def _compute(value: Value, tiles: Tiles, tag: str, row: int, size: int, split: set[str]) -> dict[str, Any]:
-    out = tiles.of(value)
+def compute_step(
+    value: Value, name_of: Callable[[Value], str], row: int, size: int, shape: list[int]
+) -> dict[str, Any]:
+    """The compute instruction of `value` for a chunk of `size` rows from `row`, its tiles named by `name_of` and
+    its output `shape` given to creation fns."""
     attrs = {k: _attr(v, row, size) for k, v in value.attrs.items()}
     if value.fn in _INT_DIM:
         attrs["dim"] = -1
     if value.sized:
-        attrs["size"] = tiles.shape(out, size)
-    name = lambda n: n + tag if n in split else n  # noqa: E731 - the chunk's tile of a split family
+        attrs["size"] = shape
     return {
         "op": "compute",
         "fn": value.fn,
-        "inputs": [name(tiles.of(v)) for v in value.inputs],
-        "output": name(out),
+        "inputs": [name_of(v) for v in value.inputs],
+        "output": name_of(value),
         "attrs": attrs,
     }
 
 
+def _compute(value: Value, tiles: Tiles, tag: str, row: int, size: int, split: set[str]) -> dict[str, Any]:
+    name_of = lambda v: tiles.of(v) + tag if tiles.of(v) in split else tiles.of(v)  # noqa: E731 - chunk's tile
+    return compute_step(value, name_of, row, size, tiles.shape(tiles.of(value), size))
+
+
 def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The program for `graph` and the decisions behind it (split, tiles), for the dump."""
+    """The program for `graph` and the decisions behind it (split, tiles), for the dump; RowOverflow when the
+    smallest chunk of whole rows does not fit (`emit_looped` then walks the rows in column chunks)."""
     tiles = Tiles(graph)
     plan, chunk_plan = plan_split(graph, tiles)
     placement = chunk_plan.placement
@@ -236,19 +248,24 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
         "kernel": name,
         "origins": graph.origins,
         "split": asdict(plan),
-        "operands": [
-            {
-                "name": op.name,
-                "buffer": op.buffer,
-                "dtype": dtype_name(op.dtype),
-                "kind": op.access.kind,
-                "sizes": list(op.access.sizes),
-                "strides": list(op.access.strides),
-                "offset": op.access.offset,
-            }
-            for op in graph.operands
-        ],
+        "operands": operand_decisions(graph),
         "tiles": cores[0]["tiles"],
         "scratchpad": chunk_plan.decisions(),
     }
     return program, decisions
+
+
+def operand_decisions(graph: KernelGraph) -> list[dict[str, Any]]:
+    """Each operand's buffer, dtype and strided view, for the dump."""
+    return [
+        {
+            "name": op.name,
+            "buffer": op.buffer,
+            "dtype": dtype_name(op.dtype),
+            "kind": op.access.kind,
+            "sizes": list(op.access.sizes),
+            "strides": list(op.access.strides),
+            "offset": op.access.offset,
+        }
+        for op in graph.operands
+    ]

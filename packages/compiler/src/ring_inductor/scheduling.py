@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from ring_inductor import config, dump
-from ring_inductor.emit import Tiles, build_program, plan_split
+from ring_inductor.emit import RowOverflow, Tiles, build_program, plan_split
+from ring_inductor.emit_looped import build_looped, fits_looped
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.recorder import record_kernel
 from ring_inductor.torchprivate import (
@@ -29,6 +30,8 @@ def _fits(nodes: list[Any]) -> bool:
     try:
         graph = record_kernel(nodes)
         plan_split(graph, Tiles(graph), solver)
+    except RowOverflow:
+        return fits_looped(graph)
     except UnsupportedError:
         return False
     return True
@@ -68,7 +71,10 @@ class RingScheduling(BaseScheduling):
             graph.fold_casts()
             wrapper = V.graph.wrapper_code
             name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
-            program, decisions = build_program(name, graph)
+            try:
+                program, decisions = build_program(name, graph)
+            except RowOverflow as overflow:
+                program, decisions = build_looped(name, graph, overflow)
         except UnsupportedError as error:
             ops = ", ".join(sorted(set(_origins_with_dtypes(nodes))))
             raise UnsupportedError(f"ring_inductor cannot compile {ops}: {error}") from None
