@@ -11,6 +11,8 @@ import pytest
 BACKENDS = Path(__file__).resolve().parent / "backends"
 
 UPSTREAM = """
+import os
+
 import torch
 from torch.testing._internal import common_utils
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
@@ -29,6 +31,12 @@ class TestCompiled(TestCase):
         x = torch.arange(6.0, device=device)
         self.assertEqual(_scaled_sum(x).item(), 36.0)
 
+    def test_automatic_dynamic_shapes(self, device):
+        import torch._dynamo.config
+
+        expected = os.environ.get("EXPECT_AUTOMATIC_DYNAMIC", "1") == "1"
+        self.assertEqual(torch._dynamo.config.automatic_dynamic_shapes, expected)
+
 
 instantiate_device_type_tests(TestCompiled, globals())
 
@@ -46,8 +54,9 @@ test_suite_config:
 """
 
 
-def _compile_config(mode: str = "dynamo", backend: str | None = None) -> str:
+def _compile_config(mode: str = "dynamo", backend: str | None = None, dynamic: bool | None = None) -> str:
     extra = f", backend: {backend}" if backend else ""
+    extra += f", dynamic: {str(dynamic).lower()}" if dynamic is not None else ""
     return f"test_suite_config:\n  labels: [compile]\n  compile: {{mode: {mode}{extra}}}\n"
 
 
@@ -59,7 +68,8 @@ def compiled(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_pat
     (root / "test" / "test_compiled.py").write_text(UPSTREAM)
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", extensions_dir)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(BACKENDS), os.environ.get("PYTHONPATH")])))
-    for flag in ("PYTORCH_TEST_WITH_DYNAMO", "PYTORCH_TEST_WITH_INDUCTOR", "PYTORCH_TEST_WITH_AOT_EAGER"):
+    for flag in ("PYTORCH_TEST_WITH_DYNAMO", "PYTORCH_TEST_WITH_INDUCTOR", "PYTORCH_TEST_WITH_AOT_EAGER",
+                 "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES", "EXPECT_AUTOMATIC_DYNAMIC"):  # fmt: skip
         monkeypatch.delenv(flag, raising=False)
 
     def run(*configs: str) -> tuple[pytest.RunResult, dict[str, dict]]:
@@ -89,11 +99,21 @@ def test_compiled_run_sets_torchs_flag_and_counts_graphs(compiled) -> None:
     assert {name: r["outcome"] for name, r in records.items()} == {
         "test_flag_is_on_fallbackdev": "passed",
         "test_math_fallbackdev": "passed",
+        "test_automatic_dynamic_shapes_fallbackdev": "passed",
     }
     math = records["test_math_fallbackdev"]
     assert math["compile"] == "dynamo"
     assert math["labels"] == ["compile"]
     assert math["compiled_graphs"] >= 1
+
+
+def test_dynamic_false_keeps_recompiles_static(compiled, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPECT_AUTOMATIC_DYNAMIC", "0")
+    result, records = compiled(_compile_config(dynamic=False), RULES)
+    assert result.ret == 0, result.stdout.str()
+    assert records["test_automatic_dynamic_shapes_fallbackdev"]["outcome"] == "passed"
+    _, records = compiled(_compile_config(), RULES)  # torch's default: the same expectation fails
+    assert records["test_automatic_dynamic_shapes_fallbackdev"]["outcome"] == "failed"
 
 
 def test_eager_run_is_not_compiled(compiled) -> None:

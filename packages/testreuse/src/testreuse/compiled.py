@@ -1,13 +1,15 @@
 """Compiled runs (`compile:` in a config) through torch's own switch, the one upstream's dynamo and inductor CI
 shards use: with `PYTORCH_TEST_WITH_INDUCTOR=1` (or `_AOT_EAGER`, `_DYNAMO`) torch's `TestCase.run` wraps every test
 in torch.compile, resets dynamo per test, and honours `skipIfTorchInductor` and its kin. The flags are read when
-torch's test helpers are first imported, so they are set before any upstream file is collected."""
+torch's test helpers are first imported, so they are set before any upstream file is collected. `dynamic: false`
+keeps recompiles static, for a backend that compiles static shapes only."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from testreuse import torchbridge
 from testreuse.loader import CompileSetting
 
 #: torch's environment switch for each compiled mode (torch.testing._internal.common_utils reads it at import).
@@ -35,6 +37,8 @@ def enable(setting: CompileSetting | None) -> None:
             f"and something imported them first: set {flag}=1 in the environment"
         )
     os.environ[flag] = "1"
+    if setting.dynamic is False:
+        torchbridge.static_recompiles()
 
 
 def mode_of_environment() -> str | None:

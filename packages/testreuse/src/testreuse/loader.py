@@ -114,6 +114,11 @@ class CompileSetting:
     mode: str
     backend: str | None  # MODULE[:FUNC], the device compiler backend to import
     location: Location
+    dynamic: bool | None = None  # False: recompiles keep static shapes
+
+    def agreed(self) -> tuple[str, str | None, bool | None]:
+        """What every config of one run must set alike."""
+        return self.mode, self.backend, self.dynamic
 
 
 def config_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -209,8 +214,8 @@ def load_plan(
         labels.extend(label for label in suite.labels if label not in labels)
         if suite.compile is not None:
             key = ("test_suite_config", "compile")
-            here = CompileSetting(suite.compile.mode, suite.compile.backend, doc.locate(key))
-            if compiled is not None and (compiled.mode, compiled.backend) != (here.mode, here.backend):
+            here = CompileSetting(suite.compile.mode, suite.compile.backend, doc.locate(key), suite.compile.dynamic)
+            if compiled is not None and compiled.agreed() != here.agreed():
                 problems.append(Problem(here.location, format_path(key), f"differs from {compiled.location}"))
             compiled = compiled or here
         if suite.global_ is not None:

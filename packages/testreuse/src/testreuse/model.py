@@ -252,6 +252,12 @@ class CompileConfig(Strict):
         pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$",
         description="MODULE[:FUNC] imported (and called) before collection: the device's compiler backend.",
     )
+    dynamic: bool | None = Field(
+        None,
+        description="false: a recompile keeps static shapes (dynamo's automatic dynamic shapes off, "
+        "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES=0), for a backend that compiles static shapes only; unset: torch's "
+        "default, where a recompile marks the sizes that changed dynamic.",
+    )
 
 
 class SuiteConfig(Strict):

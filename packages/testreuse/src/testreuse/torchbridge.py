@@ -65,6 +65,15 @@ def compiled_graphs() -> int:
     return int(counters["stats"]["unique_graphs"])
 
 
+def static_recompiles() -> None:
+    """Dynamo's automatic dynamic shapes off: read from the environment when dynamo's config is first imported,
+    set on it when it already is."""
+    os.environ["TORCH_DYNAMO_AUTOMATIC_DYNAMIC_SHAPES"] = "0"
+    config = sys.modules.get("torch._dynamo.config")
+    if config is not None:
+        config.automatic_dynamic_shapes = False
+
+
 def backend_name() -> str:
     return torch._C._get_privateuse1_backend_name()
 
