@@ -21,30 +21,11 @@ from pathlib import Path
 
 import ringsim
 import torch
-import torch.nn.functional as F
 from ring_inductor import config
-from ring_inductor.checking import compiled_run
+from ring_inductor.checking import TransformerBlock, compiled_run
 from ring_inductor.placement import CP_SAT_LIMIT, SOLVER_NAMES, Lifetime, place
 from ring_inductor.plan.cost import DEFAULT_COST
 from torch import nn
-
-
-class Block(nn.Module):
-    """Pre-norm attention + GELU MLP, the shape of a transformer layer."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-        self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(attn)
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
 
 
 def _compile(block: nn.Module, x: torch.Tensor, solver: str, dump: Path) -> tuple[torch.Tensor, float, list[dict]]:
@@ -92,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dim, heads, batch, tokens = (256, 4, 2, 128) if args.quick else (1024, 8, 4, 512)
     torch.manual_seed(0)
-    block = Block(dim, heads).eval().half()
+    block = TransformerBlock(dim, heads).eval().half()
     x = torch.randn(batch, tokens, dim, dtype=torch.float16)
     with torch.no_grad():
         reference = copy.deepcopy(block).double()(x.double())

@@ -7,9 +7,8 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from ring_inductor.checking import compiled_kernels, compiled_run, float64_reference
+from ring_inductor.checking import TransformerBlock, compiled_kernels, compiled_run, float64_reference
 from ring_inductor.tolerance import device_bound, excess
-from torch import nn
 
 COMPOSITES = {
     "softmax": lambda x, w, b: torch.softmax(x, -1),
@@ -49,27 +48,9 @@ def test_sdpa_math_path(causal: bool) -> None:
     assert excess(out, float64_reference(fn, q, k, v), bound) <= 0
 
 
-class Block(nn.Module):
-    """Pre-norm attention + GELU MLP, the shape of a transformer layer."""
-
-    def __init__(self, dim: int, heads: int) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-        self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(attn)
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
-
-
 def test_transformer_block_fp16() -> None:
     torch.manual_seed(0)
-    block = Block(64, 2).eval().half()  # the reference runs the same fp16-rounded weights in float64
+    block = TransformerBlock(64, 2).eval().half()  # the reference runs the same fp16-rounded weights in float64
     x = torch.randn(2, 16, 64, dtype=torch.float16)
     with torch.no_grad():
         reference = copy.deepcopy(block).double()(x.double())

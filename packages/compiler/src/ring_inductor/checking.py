@@ -7,6 +7,8 @@ from typing import Any
 
 import ringsim
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from ring_inductor.torchprivate import no_compile_caches
 
@@ -29,3 +31,22 @@ def compiled_kernels(kernels: dict[str, int]) -> dict[str, int]:
 def float64_reference(fn: Callable[..., Any], *inputs: torch.Tensor) -> Any:
     """`fn` on CPU in float64 over the same (already rounded) inputs."""
     return fn(*(x.double() for x in inputs))
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm attention + GELU MLP, the shape of a transformer layer: what the tests and the compiled benchmark
+    compile as one model."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.up, self.down = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(attn)
+        return x + self.down(F.gelu(self.up(self.norm2(x))))

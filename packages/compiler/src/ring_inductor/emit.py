@@ -192,9 +192,6 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
     plan, chunk_plan = plan_split(graph, tiles)
     placement = chunk_plan.placement
     split = {n for n, (kind, _) in tiles.kinds.items() if _split(kind)}
-    buffers = {
-        op.name: {"dtype": dtype_name(op.dtype), "shape": tiles.shape(op.name, graph.rows)} for op in graph.operands
-    }
     hoisted = [v for v in graph.steps if not _split(v.kind)]
     per_chunk = [v for v in graph.steps if _split(v.kind)]
     loads = [op for op in graph.operands if not op.is_output]
@@ -243,16 +240,22 @@ def build_program(name: str, graph: KernelGraph) -> tuple[dict[str, Any], dict[s
                 for operand, value in graph.stores
             ]
         cores.append({"core": core, "tiles": core_tiles, "instructions": instructions})
-    program = {"format": FORMAT, "name": name, "buffers": buffers, "cores": cores}
-    decisions = {
-        "kernel": name,
-        "origins": graph.origins,
-        "split": asdict(plan),
-        "operands": operand_decisions(graph),
-        "tiles": cores[0]["tiles"],
-        "scratchpad": chunk_plan.decisions(),
+    decisions = kernel_decisions(name, graph, cores, split=asdict(plan), scratchpad=chunk_plan.decisions())
+    return document(name, graph, tiles, cores), decisions
+
+
+def document(name: str, graph: KernelGraph, tiles: Tiles, cores: list[dict[str, Any]]) -> dict[str, Any]:
+    """The program: one buffer per operand over the kernel's whole extent, and each core's tiles and code."""
+    buffers = {
+        op.name: {"dtype": dtype_name(op.dtype), "shape": tiles.shape(op.name, graph.rows)} for op in graph.operands
     }
-    return program, decisions
+    return {"format": FORMAT, "name": name, "buffers": buffers, "cores": cores}
+
+
+def kernel_decisions(name: str, graph: KernelGraph, cores: list[dict[str, Any]], **planned: Any) -> dict[str, Any]:
+    """For the dump: the kernel, its origins, the `planned` decisions, its operands and core 0's tiles."""
+    return {"kernel": name, "origins": graph.origins, **planned, "operands": operand_decisions(graph),
+            "tiles": cores[0]["tiles"]}  # fmt: skip
 
 
 def operand_decisions(graph: KernelGraph) -> list[dict[str, Any]]:

@@ -16,8 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ringsim.engine import FORMAT
-
 from ring_inductor import config
 from ring_inductor.emit import (
     CORES,
@@ -29,8 +27,9 @@ from ring_inductor.emit import (
     align,
     ceil_div,
     compute_step,
+    document,
     dtype_name,
-    operand_decisions,
+    kernel_decisions,
 )
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.graph import KernelGraph, Operand, Value
@@ -254,9 +253,6 @@ def build_looped(name: str, graph: KernelGraph, overflow: RowOverflow) -> tuple[
 def _build(name: str, graph: KernelGraph, tiles: Tiles) -> tuple[dict[str, Any], dict[str, Any]]:
     loop, steps, level, placements = plan_loop(graph, tiles)
     names = LoopTiles(tiles)
-    buffers = {
-        op.name: {"dtype": dtype_name(op.dtype), "shape": tiles.shape(op.name, graph.rows)} for op in graph.operands
-    }
     means = [v for v in graph.steps if _is_reduction(v) and v.fn == "mean"]
     cores = []
     for core, start in enumerate(range(0, graph.rows, loop.rows_per_core)):
@@ -284,16 +280,8 @@ def _build(name: str, graph: KernelGraph, tiles: Tiles) -> tuple[dict[str, Any],
             size = min(loop.row_chunk, end - row)
             code += _row_chunk(graph, tiles, loop, steps, level, row, size, suffix[size], means)
         cores.append({"core": core, "tiles": core_tiles, "instructions": code})
-    program = {"format": FORMAT, "name": name, "buffers": buffers, "cores": cores}
-    decisions = {
-        "kernel": name,
-        "origins": graph.origins,
-        "loop": asdict(loop),
-        "operands": operand_decisions(graph),
-        "passes": [_pass_decisions(s, p, tiles) for s, p in zip(steps, placements, strict=True)],
-        "tiles": cores[0]["tiles"],
-    }
-    return program, decisions
+    passes = [_pass_decisions(s, p, tiles) for s, p in zip(steps, placements, strict=True)]
+    return document(name, graph, tiles, cores), kernel_decisions(name, graph, cores, loop=asdict(loop), passes=passes)
 
 
 def _pass_decisions(step: Pass, placement: Placement, tiles: Tiles) -> dict[str, Any]:
