@@ -89,13 +89,14 @@ def rules(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
             groups[(record["file"], record["generic"], tuple(record.get("dtypes") or ()))].append(record)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (file, generic, dtypes), members in sorted(groups.items()):
-        verdicts = {verdict(r) for r in members}
+        judged = [(r, verdict(r)) for r in members]
+        verdicts = {v for _, v in judged}
         if None in verdicts or len({mode for mode, _ in verdicts}) > 1:
             continue  # something in the group would not be listed, or the group did different things
         if len(verdicts) > 1 and not all(r.get("op") for r in members):
             continue  # refused for different causes with no op to tell the cases apart
         for mode, reason in sorted(verdicts):
-            ops = sorted({r["op"] for r in members if verdict(r) == (mode, reason) and r.get("op")})
+            ops = sorted({r["op"] for r, v in judged if v == (mode, reason) and r.get("op")})
             only = {**({"ops": ops} if ops else {}), **({"dtypes": list(dtypes)} if dtypes else {})}
             out[file].append({"names": [generic], **({"only": only} if only else {}), "mode": mode,
                               **({"reason": reason} if reason else {})})  # fmt: skip

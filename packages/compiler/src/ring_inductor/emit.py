@@ -116,16 +116,10 @@ def plan_split(graph: KernelGraph, tiles: Tiles, solver: str | None = None) -> t
                          f"{', '.join(SOLVER_NAMES)})")  # fmt: skip
     split = {name for name, (kind, _) in tiles.kinds.items() if _split(kind)}
     whole = [name for name in tiles.kinds if name not in split]
-    io = [op.name for op in graph.operands if _split(_tile_kind(op))]
-    g = 1
-    for name in io:
-        g = math.lcm(g, STICK // math.gcd(tiles.row_bytes(name), STICK))
+    g, per_core = row_division(graph, tiles)
     whole_bytes = sum(align(math.prod(tiles.shape(n, 1)) * tiles.kinds[n][1].itemsize) for n in whole)
     chunk_tiles = lifetimes(_chunk_steps(graph, tiles, split), {n: tiles.row_bytes(n) for n in split})
     room = SCRATCHPAD - whole_bytes
-    io_row = sum(tiles.row_bytes(n) for n in io)
-    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, ceil_div(graph.rows, g)))
-    per_core = ceil_div(ceil_div(graph.rows, cores), g) * g
     span = min(graph.rows, per_core)
     fits = lambda rows: needed(chunk_tiles, rows, solver) <= room  # noqa: E731
     if room < 0 or not fits(min(g, span)):
@@ -143,6 +137,18 @@ def plan_split(graph: KernelGraph, tiles: Tiles, solver: str | None = None) -> t
     used = whole_bytes + placement.peak
     split_plan = Split(graph.rows, graph.cols, ceil_div(graph.rows, per_core), per_core, chunk, g, used, solver)
     return split_plan, ChunkPlan(tuple(chunk_tiles), chunk, placement)
+
+
+def row_division(graph: KernelGraph, tiles: Tiles) -> tuple[int, int]:
+    """The row granularity (rows whose split operands' DMAs are whole sticks) and the rows per core: as many
+    cores as have MIN_BYTES_PER_CORE of operands each, up to CORES."""
+    io = [op.name for op in graph.operands if _split(_tile_kind(op))]
+    g = 1
+    for name in io:
+        g = math.lcm(g, STICK // math.gcd(tiles.row_bytes(name), STICK))
+    io_row = sum(tiles.row_bytes(n) for n in io)
+    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, ceil_div(graph.rows, g)))
+    return g, ceil_div(ceil_div(graph.rows, cores), g) * g
 
 
 def _largest(ok: Callable[[int], bool], high: int) -> int:

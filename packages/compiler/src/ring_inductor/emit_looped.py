@@ -18,8 +18,6 @@ from typing import Any
 
 from ring_inductor import config
 from ring_inductor.emit import (
-    CORES,
-    MIN_BYTES_PER_CORE,
     SCRATCHPAD,
     STICK,
     RowOverflow,
@@ -30,10 +28,11 @@ from ring_inductor.emit import (
     document,
     dtype_name,
     kernel_decisions,
+    row_division,
 )
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.graph import KernelGraph, Operand, Value
-from ring_inductor.placement import lifetimes, needed, place
+from ring_inductor.placement import Lifetime, lifetimes, needed, place
 from ring_inductor.plan.scratchpad import Placement
 
 #: How a chunk's partial result joins the row's accumulator, per reduction fn (mean: the sum, divided at the end).
@@ -61,7 +60,7 @@ class Pass:
     accumulates (`level` 1, 2, ...), or, in the final pass (`level` 0), the full results it stores."""
 
     level: int
-    loads: list[Operand] = field(default_factory=list)
+    loads: list[tuple[Operand, Value]] = field(default_factory=list)  # each input and a value that reads it
     steps: list[Value] = field(default_factory=list)
     reductions: list[Value] = field(default_factory=list)
     stores: list[tuple[Operand, Value]] = field(default_factory=list)
@@ -87,8 +86,9 @@ def _is_reduction(value: Value) -> bool:
     return value.kind == "row" and any(v.kind == "full" for v in value.inputs)
 
 
-def _cone(graph: KernelGraph, targets: Sequence[Value]) -> tuple[list[Operand], list[Value]]:
-    """The full and column inputs and the elementwise steps that compute `targets`, in program order."""
+def _cone(graph: KernelGraph, targets: Sequence[Value]) -> tuple[list[tuple[Operand, Value]], list[Value]]:
+    """The full and column inputs (each with one of its load values) and the elementwise steps that compute
+    `targets`, in program order."""
     seen: set[int] = set()
     stack = list(targets)
     while stack:
@@ -97,15 +97,10 @@ def _cone(graph: KernelGraph, targets: Sequence[Value]) -> tuple[list[Operand], 
             continue
         seen.add(id(value))
         stack.extend(value.inputs)
-    loaded = {id(v.operand) for v in _loaded(graph) if id(v) in seen}
-    loads = [op for op in graph.operands if not op.is_output and id(op) in loaded]
+    readers = [v for step in graph.steps for v in step.inputs] + [v for _, v in graph.stores]
+    loaded = {id(v.operand): v for v in readers if v.operand is not None and id(v) in seen}
+    loads = [(op, loaded[id(op)]) for op in graph.operands if not op.is_output and id(op) in loaded]
     return loads, [v for v in graph.steps if id(v) in seen and not _is_reduction(v)]
-
-
-def _loaded(graph: KernelGraph) -> list[Value]:
-    """Every load value the kernel's steps and stores read."""
-    values = [v for step in graph.steps for v in step.inputs] + [v for _, v in graph.stores]
-    return [v for v in values if v.operand is not None]
 
 
 def passes(graph: KernelGraph) -> tuple[list[Pass], dict[int, int]]:
@@ -141,8 +136,8 @@ class LoopTiles:
         return lambda value: self.name(value, level, tag)
 
 
-def _pass_buffers(step: Pass, tiles: Tiles, col_chunk: int, rows: int) -> tuple[list[Any], dict[str, int]]:
-    """A pass's full and column tiles with their bytes, and their lifetimes over one column chunk's steps."""
+def _pass_tiles(step: Pass, tiles: Tiles, col_chunk: int, rows: int) -> list[Lifetime]:
+    """A pass's full and column tiles with their bytes and lifetimes over one column chunk's steps."""
     names = LoopTiles(tiles)
     sequence: list[tuple[list[str], list[str]]] = []
     nbytes: dict[str, int] = {}
@@ -155,21 +150,15 @@ def _pass_buffers(step: Pass, tiles: Tiles, col_chunk: int, rows: int) -> tuple[
             nbytes[name] = col_chunk * dtype.itemsize * (rows if kind == "full" else 1)
         return name
 
-    for op in step.loads:
-        sequence.append(([], [add(next(v for v in _values_of(step, op)))]))
+    for _, value in step.loads:
+        sequence.append(([], [add(value)]))
     for value in step.steps:
         sequence.append(([add(v) for v in value.inputs], [add(value)]))
     for value in step.reductions:
         sequence.append(([add(v) for v in value.inputs], []))
     for _, value in step.stores:
         sequence.append(([add(value)], []))
-    return lifetimes(sequence, nbytes), nbytes
-
-
-def _values_of(step: Pass, operand: Operand) -> list[Value]:
-    """The load values of `operand` that a pass's steps, reductions or stores read."""
-    readers = [v for s in (*step.steps, *step.reductions) for v in s.inputs] + [v for _, v in step.stores]
-    return [v for v in readers if v.operand is operand]
+    return lifetimes(sequence, nbytes)
 
 
 def _col_chunks(graph: KernelGraph, tiles: Tiles) -> list[int]:
@@ -185,20 +174,14 @@ def plan_loop(graph: KernelGraph, tiles: Tiles) -> tuple[Loop, list[Pass], dict[
     """The rows per core and chunk, the largest column chunk every pass's tiles fit, and their placements."""
     solver = config.scratchpad_solver
     steps, level = passes(graph)
-    row_io = [op for op in graph.operands if tiles.kinds[op.name][0] == "row"]
-    g = 1
-    for op in row_io:
-        g = math.lcm(g, STICK // math.gcd(op.dtype.itemsize, STICK))
-    io_row = sum(tiles.row_bytes(op.name) for op in graph.operands if tiles.kinds[op.name][0] != "scalar")
-    cores = max(1, min(CORES, graph.rows * io_row // MIN_BYTES_PER_CORE, ceil_div(graph.rows, g)))
-    per_core = ceil_div(ceil_div(graph.rows, cores), g) * g
+    g, per_core = row_division(graph, tiles)
     rows = min(g, graph.rows)
     fixed = _whole_bytes(graph, tiles) + _row_bytes(graph, tiles, rows)
     room = SCRATCHPAD - fixed
     for col_chunk in _col_chunks(graph, tiles):
         placements = []
         for step in steps:
-            chunk_tiles, _ = _pass_buffers(step, tiles, col_chunk, rows)
+            chunk_tiles = _pass_tiles(step, tiles, col_chunk, rows)
             if needed(chunk_tiles, 1, solver) > room:
                 break
             placement = place(chunk_tiles, 1, room, solver)
@@ -217,9 +200,13 @@ def _whole(graph: KernelGraph, tiles: Tiles) -> list[str]:
     return sorted(name for name, (kind, _) in tiles.kinds.items() if kind == "scalar")
 
 
+def _means(graph: KernelGraph) -> list[Value]:
+    """The mean reductions: each is summed over the chunks, then divided by a count tile of its own."""
+    return [v for v in graph.steps if _is_reduction(v) and v.fn == "mean"]
+
+
 def _whole_bytes(graph: KernelGraph, tiles: Tiles) -> int:
-    means = sum(1 for v in graph.steps if _is_reduction(v) and v.fn == "mean")
-    return sum(align(tiles.kinds[n][1].itemsize) for n in _whole(graph, tiles)) + means * STICK
+    return sum(align(tiles.kinds[n][1].itemsize) for n in _whole(graph, tiles)) + len(_means(graph)) * STICK
 
 
 def _row_tiles(graph: KernelGraph, tiles: Tiles) -> list[str]:
@@ -253,7 +240,7 @@ def build_looped(name: str, graph: KernelGraph, overflow: RowOverflow) -> tuple[
 def _build(name: str, graph: KernelGraph, tiles: Tiles) -> tuple[dict[str, Any], dict[str, Any]]:
     loop, steps, level, placements = plan_loop(graph, tiles)
     names = LoopTiles(tiles)
-    means = [v for v in graph.steps if _is_reduction(v) and v.fn == "mean"]
+    means = _means(graph)
     cores = []
     for core, start in enumerate(range(0, graph.rows, loop.rows_per_core)):
         end = min(graph.rows, start + loop.rows_per_core)
@@ -287,7 +274,7 @@ def _build(name: str, graph: KernelGraph, tiles: Tiles) -> tuple[dict[str, Any],
 def _pass_decisions(step: Pass, placement: Placement, tiles: Tiles) -> dict[str, Any]:
     return {
         "level": step.level,
-        "loads": [op.name for op in step.loads],
+        "loads": [op.name for op, _ in step.loads],
         "steps": len(step.steps),
         "reductions": [tiles.of(r) for r in step.reductions],
         "stores": [op.name for op, _ in step.stores],
@@ -313,7 +300,7 @@ def _declare(
     for name in _whole(graph, tiles):
         declared[name] = {"offset": offset, "dtype": dtype_name(tiles.kinds[name][1]), "shape": [1]}
         offset += align(tiles.kinds[name][1].itemsize)
-    for n in range(sum(1 for v in graph.steps if _is_reduction(v) and v.fn == "mean")):
+    for n in range(len(_means(graph))):
         declared[f"count{n}"] = {"offset": offset, "dtype": "float32", "shape": [1]}
         offset += STICK
     for name in _row_tiles(graph, tiles):
@@ -323,7 +310,7 @@ def _declare(
         offset += align(dtype.itemsize * sizes[0])
     names = LoopTiles(tiles)
     for step, placement in zip(steps, placements, strict=True):
-        dma = {names.name(v, step.level, "") for op in step.loads for v in _values_of(step, op)}
+        dma = {names.name(v, step.level, "") for _, v in step.loads}
         dma |= {names.name(v, step.level, "") for _, v in step.stores}
         for value in _pass_values(step):
             tile = names.name(value, step.level, "")
@@ -376,9 +363,8 @@ def _row_chunk(
     for step in steps:
         name_of = names.namer(step.level, tag)
         for col in range(0, graph.cols, loop.col_chunk):
-            for op in step.loads:
-                tile = name_of(_values_of(step, op)[0])
-                code += _dma(op, tile, row, size, col, loop, graph.cols, tiles, "dma_in")
+            for op, value in step.loads:
+                code += _dma(op, name_of(value), row, size, col, loop, graph.cols, tiles, "dma_in")
             code += [compute_step(v, name_of, row, size, [size, loop.col_chunk]) for v in step.steps]
             for reduction in step.reductions:
                 code += _accumulate(reduction, name_of, tiles, row, size, tag, first=col == 0)

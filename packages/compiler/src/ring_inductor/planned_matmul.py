@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict
-from typing import Any
 
 import torch
 from ringsim import runtime
@@ -66,8 +65,8 @@ def run_planned_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             buffers[buffer] = _aligned(pack(source).reshape(-1))
     spec = emitted.program["buffers"]["c"]
     buffers["c"] = torch.empty(spec["shape"], dtype=a.dtype, device=a.device)
-    program: dict[str, Any] = emitted.program
-    launch(program, {name: runtime.host_view(t) for name, t in buffers.items()}, key=("ring_inductor", program["name"]))
+    views = {name: runtime.host_view(t) for name, t in buffers.items()}
+    launch(emitted.program, views, key=("ring_inductor", emitted.program["name"]))
     return emitted.readers["c"](buffers).contiguous()
 
 
