@@ -12,3 +12,7 @@ dump_dir: str | None = os.environ.get("RING_INDUCTOR_DUMP") or None
 #: (exact, 2 s a kernel) or `stacked` (the no-reuse baseline). The environment variable RING_INDUCTOR_SCRATCHPAD
 #: sets it at import.
 scratchpad_solver: str = os.environ.get("RING_INDUCTOR_SCRATCHPAD") or "best-fit"
+
+#: Whether strided operands of compiled kernels are made contiguous by relayout programs the simulator times
+#: (`relayout`), or by the device's untimed copy (False: the baseline). RING_INDUCTOR_RELAYOUT=0 turns them off.
+relayout_programs: bool = os.environ.get("RING_INDUCTOR_RELAYOUT", "1") != "0"

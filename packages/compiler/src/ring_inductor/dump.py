@@ -9,11 +9,13 @@ from typing import Any
 from ring_inductor import config
 
 
-def write(name: str, program: dict[str, Any], decisions: dict[str, Any]) -> None:
-    """Writes `<name>.json` and `<name>.decisions.json` under `config.dump_dir`, when it is set."""
+def write(name: str, program: dict[str, Any] | None, decisions: dict[str, Any]) -> None:
+    """Writes `<name>.json` (unless no program was built) and `<name>.decisions.json` under `config.dump_dir`,
+    when it is set."""
     if not config.dump_dir:
         return
     directory = Path(config.dump_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{name}.json").write_text(json.dumps(program, indent=1) + "\n")
+    if program is not None:
+        (directory / f"{name}.json").write_text(json.dumps(program, indent=1) + "\n")
     (directory / f"{name}.decisions.json").write_text(json.dumps(decisions, indent=1, sort_keys=True) + "\n")

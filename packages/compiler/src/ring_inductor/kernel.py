@@ -2,7 +2,8 @@
 
 The generated wrapper module defines one `RingKernel` per kernel and calls it with the Inductor buffers it reads
 and writes. Each operand is bound through the strided view its index describes; a view that is not contiguous
-and stick-aligned is first made so by the device's own copy kernel (and a strided store is copied back after).
+and stick-aligned is first made so by a relayout program (`relayout`; a strided store is copied back after by the
+device's copy).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import torch
 from ringsim import runtime
 from ringsim.engine import launch
+
+from ring_inductor import relayout
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class RingKernel:
             elif not b.is_output and flips:
                 view = view.flip(flips)  # a new, contiguous tensor in the access's order
             elif not b.is_output and not _aligned(view):
-                view = view.contiguous() if not view.is_contiguous() else view.clone()
+                view = relayout.contiguous(view)
             buffers[b.buffer] = runtime.host_view(view)
         launch(self.program, buffers, key=self.key)
         for target, result, flips in copies:

@@ -3,7 +3,7 @@
 Inductor lowers aten.mm/bmm/addmm on ring to extern calls of the `ring_inductor::` ops defined here, whose ring
 kernel builds (once per shape and dtype) a program: each core DMAs in B (and a row bias) once, then for each chunk
 of its rows DMAs in A's rows, runs the systolic `mm`/`bmm`/`addmm` on the tiles (fp32 accumulation, one rounding)
-and DMAs out the result rows. Operands that are not contiguous are made so by the device's copy kernel first.
+and DMAs out the result rows. Operands that are not contiguous are made so by a relayout program first (`relayout`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch
 from ringsim import runtime
 from ringsim.engine import FORMAT, launch
 
-from ring_inductor import dump
+from ring_inductor import dump, relayout
 from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, SCRATCHPAD, STICK, align, ceil_div, dtype_name
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.planned_matmul import run_planned_mm
@@ -114,12 +114,6 @@ def matmul_program(fn: str, shapes: tuple[tuple[int, ...], ...], dtype: torch.dt
     return program
 
 
-def _stick_aligned(t: torch.Tensor) -> torch.Tensor:
-    if not t.is_contiguous():
-        return t.contiguous()
-    return t if runtime.device_address(t) % STICK == 0 else t.clone()
-
-
 def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
     """Launch `fn`'s program on ring tensors (made contiguous and stick-aligned first) and return the result."""
     dtype = tensors[-1].dtype
@@ -131,7 +125,7 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         m, n = tensors[1].shape[0], tensors[2].shape[1]
         bias = tensors[0]
         tensors = (bias.reshape(n) if bias.numel() == n else bias.expand(m, n), *tensors[1:])
-    operands = [_stick_aligned(t) for t in tensors]
+    operands = [relayout.stick_aligned(t) for t in tensors]
     shapes = tuple(tuple(t.shape) for t in operands)
     try:
         program = matmul_program(fn, shapes, dtype)

@@ -4,8 +4,7 @@ The whole-B program (`matmul`) keeps B in every core's scratchpad. When B does n
 chooses instead: the mandatory span split, then the cost model's division (a grid of output blocks, or the ring
 scheme rotating pieces of A round the cores), with matmul tiles streaming K-chunks of both operands
 (`plan.divide`, `plan.tiling`, `plan.emit_matmul`). That program reads its operands blocked, one contiguous chunk
-per DMA. The relayout into blocks and back runs on the ring tensors through the device's copy (`copy_`), which the
-simulator does not time: a planned matmul's cycles are its program's alone.
+per DMA. The relayout into blocks and back runs on ring as relayout programs (`relayout`), timed like the matmul.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import torch
 from ringsim import runtime
 from ringsim.engine import launch
 
-from ring_inductor import dump
+from ring_inductor import dump, relayout
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.plan import divide
 from ring_inductor.plan.emit import Emitted
@@ -62,15 +61,9 @@ def run_planned_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     for tensor, parts in emitted.layouts.items():
         source = {"a": a, "b": b}[tensor]
         for buffer, pack in parts:
-            buffers[buffer] = _aligned(pack(source).reshape(-1))
+            buffers[buffer] = relayout.stick_aligned(pack(source)).reshape(-1)
     spec = emitted.program["buffers"]["c"]
     buffers["c"] = torch.empty(spec["shape"], dtype=a.dtype, device=a.device)
     views = {name: runtime.host_view(t) for name, t in buffers.items()}
     launch(emitted.program, views, key=("ring_inductor", emitted.program["name"]))
-    return emitted.readers["c"](buffers).contiguous()
-
-
-def _aligned(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous, stick-aligned tensor with `t`'s elements (a DMA reads whole sticks)."""
-    t = t.contiguous()
-    return t if runtime.device_address(t) % runtime.STICK_BYTES == 0 else t.clone()
+    return relayout.stick_aligned(emitted.views["c"](buffers)).reshape(m, n)

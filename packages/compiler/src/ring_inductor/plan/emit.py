@@ -28,6 +28,8 @@ class Emitted:
     layouts: dict[str, list[tuple[str, Packer]]] = field(default_factory=dict)
     #: graph output -> function from the bound buffers to the host tensor
     readers: dict[str, Callable[[Mapping[str, torch.Tensor]], torch.Tensor]] = field(default_factory=dict)
+    #: graph output -> the same elements as a strided view of its buffer, before any copy (where a reader copies)
+    views: dict[str, Callable[[Mapping[str, torch.Tensor]], torch.Tensor]] = field(default_factory=dict)
 
     def pack(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Device memory for a launch: the inputs in the plan's layout, every other buffer zeroed."""
@@ -74,7 +76,7 @@ class Tiles:
         self.stick, self.end, self.specs = stick, 0, {}
 
     def add(self, name: str, dtype: str, shape: list[int], offset: int | None = None) -> str:
-        nbytes = torch.Size(shape).numel() * TORCH_DTYPES[dtype].itemsize
+        nbytes = torch.Size(shape).numel() * getattr(torch, dtype).itemsize
         start = self.end if offset is None else offset
         self.specs[name] = {"offset": start, "dtype": dtype, "shape": shape}
         self.end = max(self.end, start + -(-nbytes // self.stick) * self.stick)

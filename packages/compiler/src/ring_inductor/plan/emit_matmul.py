@@ -1,8 +1,10 @@
 """Emission of one [M, K] x [K, N] matmul by its work division: the ring scheme or a grid of output blocks.
 
 Operands are stored blocked so that every DMA reads one contiguous chunk: the left operand as [core or row tile,
-K-chunk, rows, k], the right one as [column block, K-chunk, k, columns]. A left operand split by the mandatory pass
-is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per K-chunk), cast once to fp16.
+K-chunk, rows, k], the right one as [column block, K-chunk, k, columns]; the packers and `views` give those
+layouts as strided views of the host-order tensors, for the caller to make contiguous as it can. A left operand
+split by the mandatory pass is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per
+K-chunk), cast once to fp16.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def emit_matmul(
         (f"{left.name}.{p}", lambda t, p=p: a_pack(t[p * part_rows : (p + 1) * part_rows])) for p in range(parts)
     ]
     emitted.layouts[right.name] = [(right.name, b_pack)]
-    emitted.readers[out.name] = lambda buffers: c_read(buffers[out.name])
+    emitted.views[out.name] = lambda buffers: c_read(buffers[out.name])
+    emitted.readers[out.name] = lambda buffers: c_read(buffers[out.name]).reshape(m, n)
     return emitted
 
 
@@ -115,13 +118,13 @@ def _ring(
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4).contiguous()
+        return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4)
 
     def pack_b(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3).contiguous()
+        return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3)
 
     def read_c(buffer: torch.Tensor) -> torch.Tensor:
-        return buffer.view(cores, m, cols).permute(1, 0, 2).reshape(m, n)
+        return buffer.view(cores, m, cols).permute(1, 0, 2)
 
     return programs, pack_a, pack_b, read_c
 
@@ -173,12 +176,12 @@ def _grid(
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(per_part, tm, chunks, k).permute(0, 2, 1, 3).contiguous()
+        return t.reshape(per_part, tm, chunks, k).permute(0, 2, 1, 3)
 
     def pack_b(t: torch.Tensor) -> torch.Tensor:
-        return t.reshape(chunks, k, col_tiles, tn).permute(2, 0, 1, 3).contiguous()
+        return t.reshape(chunks, k, col_tiles, tn).permute(2, 0, 1, 3)
 
     def read_c(buffer: torch.Tensor) -> torch.Tensor:
-        return buffer.view(row_tiles, col_tiles, tm, tn).permute(0, 2, 1, 3).reshape(m, n)
+        return buffer.view(row_tiles, col_tiles, tm, tn).permute(0, 2, 1, 3)
 
     return programs, pack_a, pack_b, read_c

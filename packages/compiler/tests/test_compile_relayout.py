@@ -1,0 +1,118 @@
+"""Strided operands of compiled kernels are relaid by programs the simulator times, not by its untimed copy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import ringsim
+import torch
+from ring_inductor import config, relayout
+from ring_inductor.checking import compiled_run, float64_reference
+from ring_inductor.tolerance import device_bound, excess
+from torch import nn
+
+#: name -> (a CPU tensor, the strided view of its ring copy to relay, the scheme expected to win)
+VIEWS: dict[str, tuple[Callable[[], torch.Tensor], Callable[[torch.Tensor], torch.Tensor], str]] = {
+    "weight_t": (lambda: torch.randn(1024, 1024, dtype=torch.float16), lambda t: t.t(), "ring"),
+    "tall_weight_t_in_waves": (lambda: torch.randn(8192, 1024, dtype=torch.float16), lambda t: t.t(), "ring"),
+    "keys_transposed": (lambda: torch.randn(32, 512, 64, dtype=torch.float16), lambda t: t.transpose(-2, -1), "local"),
+    "heads_permuted": (lambda: torch.randn(4, 256, 8, 64, dtype=torch.float16), lambda t: t.transpose(1, 2), "runs"),
+    "column_slice": (lambda: torch.randn(2048, 1024), lambda t: t[:, 256:768], "runs"),
+    "broadcast_bias": (lambda: torch.randn(512, dtype=torch.float16), lambda t: t.expand(256, 512), "runs"),
+    "int64_t": (lambda: torch.arange(128 * 96).reshape(128, 96), lambda t: t.t(), "local"),
+    "bool_t": (lambda: torch.rand(256, 512) > 0.5, lambda t: t.t(), "local"),
+}
+
+
+@pytest.mark.parametrize("case", VIEWS, ids=list(VIEWS))
+def test_a_strided_view_is_relaid_exactly_by_a_timed_program(case: str) -> None:
+    make, view_of, scheme = VIEWS[case]
+    host = make()
+    view = view_of(host.to("ring"))
+    with ringsim.profile() as profile:
+        out = relayout.contiguous(view)
+    assert out.is_contiguous()
+    assert torch.equal(out.cpu(), view_of(host).contiguous())
+    (report,) = profile.reports
+    assert report.name.endswith(f"_{scheme}"), [c for c in relayout.choose(_layout(view)).candidates]
+    moved = view.numel() * view.element_size()
+    assert report.bytes_moved >= 2 * moved  # every element read and written once at least
+    assert report.total_cycles >= 2 * moved / 150  # no faster than device memory's peak, reading and writing
+
+
+def _layout(view: torch.Tensor) -> relayout.Relayout:
+    return relayout.Relayout(relayout.normalized(tuple(view.shape), tuple(view.stride())), view.dtype)
+
+
+def test_the_fastest_scheme_that_fits_is_chosen() -> None:
+    large = _layout(torch.randn(1024, 1024, dtype=torch.float16).to("ring").t())
+    candidates = {c["scheme"]: c for c in relayout.choose(large).candidates}
+    assert candidates["ring"]["cores"] == 32
+    assert "overflow" in candidates["local"]["refused"]  # the matrix and its transpose need 4 MiB
+    both = relayout.choose(_layout(torch.randn(512, 768, dtype=torch.float16).to("ring").t()))
+    cycles = {c["scheme"]: c["cycles"] for c in both.candidates if "cycles" in c}
+    assert set(cycles) == {"local", "ring"}
+    assert both.name + "_" + min(cycles, key=cycles.__getitem__) == both.program.name
+    small = relayout.choose(_layout(torch.randn(256, 512, dtype=torch.float16).to("ring").t()))
+    assert "faster by one core" in {c["scheme"]: c for c in small.candidates}["ring"]["refused"]
+
+
+@pytest.mark.parametrize(
+    ("view_of", "reason"),
+    [
+        (lambda t: t[:, ::2], "not a transpose"),  # no contiguous dim at all
+        (lambda t: t[:, 3:67], "on"),  # the view starts off a stick
+        (lambda t: t[:, :40], "not whole sticks"),  # runs of 160 bytes
+    ],
+    ids=["every_other_column", "misaligned_start", "short_runs"],
+)
+def test_a_view_no_scheme_fits_falls_back_to_the_device_copy(view_of: Callable, reason: str) -> None:
+    host = torch.randn(64, 128)
+    view = view_of(host.to("ring"))
+    with ringsim.profile() as profile:
+        out = relayout.contiguous(view)
+    assert torch.equal(out.cpu(), view_of(host).contiguous())
+    assert not any(r.name.startswith("ring_relayout") for r in profile.reports)
+    if relayout.runtime.device_address(view) % relayout.STICK == 0:
+        chosen = relayout.choose(_layout(view))
+        assert chosen.program is None
+        assert any(reason in c.get("refused", "") for c in chosen.candidates), chosen.candidates
+
+
+def test_a_compiled_kernel_reading_a_transpose_runs_a_relayout_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    x, y = torch.randn(512, 1024, dtype=torch.float16), torch.randn(1024, 512, dtype=torch.float16)
+    fn = lambda x, y: torch.relu(x.t() + y)  # noqa: E731
+    out, kernels = compiled_run(fn, x, y)
+    assert any(name.startswith("ring_relayout_float16_") for name in kernels), kernels
+    assert torch.equal(out.cpu(), fn(x.float(), y.float()).half())
+    (decisions_file,) = tmp_path.glob("ring_relayout_*.decisions.json")
+    decisions = json.loads(decisions_file.read_text())
+    schemes = [c["scheme"] for c in decisions["candidates"]]
+    assert schemes == list(relayout.SCHEMES)
+    assert decisions["chosen"].endswith("_ring")
+
+
+def test_switching_relayout_programs_off_restores_the_untimed_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "relayout_programs", False)
+    view = torch.randn(1024, 1024, dtype=torch.float16).to("ring").t()
+    with ringsim.profile() as profile:
+        relayout.contiguous(view)
+    assert not any(r.name.startswith("ring_relayout") for r in profile.reports)
+
+
+def test_a_compiled_linear_layer_relays_its_weight_and_stays_within_bounds() -> None:
+    torch.manual_seed(0)
+    layer = nn.Linear(1024, 1024, bias=False).half()
+    x = torch.randn(256, 1024, dtype=torch.float16)
+    with torch.no_grad():
+        reference = float64_reference(lambda x: x @ layer.weight.double().t(), x)
+        out, kernels = compiled_run(layer.to("ring"), x)
+    assert any(name.startswith("ring_relayout_") for name in kernels), kernels
+    assert any(name.startswith("ring_mm_planned_") for name in kernels), kernels
+    assert excess(out, reference, device_bound(torch.float16, "matmul", k=1024, scale=4)) <= 0
