@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ringsim.engine import DEFAULT_MODEL, KernelReport, parse_program, plan
+from ringsim.engine.program import TileSpec
+from ringsim.engine.timing import _overlaps
 
 MODEL = DEFAULT_MODEL
 MIB = 1024 * 1024
@@ -173,3 +178,27 @@ def test_a_double_buffered_copy_on_all_cores_reaches_the_mixed_bandwidth() -> No
     report = report_of(cores, {"src": [32 * chunk * chunks], "dst": [32 * chunk * chunks]})
     achieved = report.bytes_moved / report.total_cycles
     assert achieved == pytest.approx(MODEL.memory_mixed_bytes_per_cycle, rel=0.05)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), min_size=1, max_size=30))
+def test_tile_overlaps_match_every_pair_compared(spans: list[tuple[int, int]]) -> None:
+    tiles = {f"t{i}": TileSpec(f"t{i}", 128 * start, torch.uint8, (128 * length,)) for i, (start, length) in
+             enumerate(spans)}  # fmt: skip
+    pairwise = {
+        name: frozenset(other for other, b in tiles.items()
+                        if other == name or (a.nbytes and b.nbytes and a.offset < b.end and b.offset < a.end))
+        for name, a in tiles.items()
+    }  # fmt: skip
+    assert _overlaps(tiles) == pairwise
+
+
+def test_a_core_with_thousands_of_run_tiles_is_timed_quickly() -> None:
+    """One tile per DMA'd run inside one large tile: the overlap pairs are linear in the tiles, not quadratic."""
+    runs = 4096
+    tiles = {"all": byte_tile(128 * runs), **{f"r{i}": byte_tile(128, 128 * i) for i in range(runs)}}
+    code = [dma("dma_in", "x", 128 * i, f"r{i}") for i in range(runs)] + [dma("dma_out", "y", 0, "all")]
+    overlaps = _overlaps({n: TileSpec(n, s["offset"], torch.uint8, tuple(s["shape"])) for n, s in tiles.items()})
+    assert sum(len(names) for names in overlaps.values()) == 1 + runs + 2 * runs  # itself each, and all <-> r_i
+    report = report_of([{"core": 0, "tiles": tiles, "instructions": code}], {"x": [128 * runs], "y": [128 * runs]})
+    assert report.bytes_moved == 2 * 128 * runs

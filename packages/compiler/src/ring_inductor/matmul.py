@@ -125,15 +125,17 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         m, n = tensors[1].shape[0], tensors[2].shape[1]
         bias = tensors[0]
         tensors = (bias.reshape(n) if bias.numel() == n else bias.expand(m, n), *tensors[1:])
-    operands = [relayout.stick_aligned(t) for t in tensors]
-    shapes = tuple(tuple(t.shape) for t in operands)
+    shapes = tuple(tuple(t.shape) for t in tensors)
     try:
         program = matmul_program(fn, shapes, dtype)
     except UnsupportedError:
         if fn == "bmm":
             raise
-        out = run_planned_mm(*operands[-2:])  # B overflows a core: the planning layer divides and tiles it
-        return out.add_(operands[0]) if fn == "addmm" else out
+        # B overflows a core: the planning layer divides and tiles it, relaying each operand (a transposed weight
+        # too) straight into its blocks
+        out = run_planned_mm(*tensors[-2:])
+        return out.add_(tensors[0]) if fn == "addmm" else out
+    operands = [relayout.stick_aligned(t) for t in tensors]
     out = torch.empty(program["buffers"]["out"]["shape"], dtype=dtype, device=tensors[-1].device)
     names = [n for n in program["buffers"] if n != "out"]
     buffers = {n: runtime.host_view(t) for n, t in zip(names, operands, strict=True)}
