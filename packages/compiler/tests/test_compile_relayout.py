@@ -155,3 +155,31 @@ def test_any_permuted_or_sliced_view_is_relaid_exactly(shape: list[int], dtype: 
         view_of = lambda t: t[..., :stop].permute(*order)  # noqa: E731
     view = view_of(host.to("ring"))
     assert torch.equal(relayout.contiguous(view).cpu(), view_of(host).contiguous())
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "view_of"),
+    [
+        ((64, 128), torch.float32, lambda t: t[:, 32:96]),  # the columns either side stay as they were
+        ((512, 256), torch.float16, lambda t: t.t()),
+        ((4, 256, 8, 64), torch.float16, lambda t: t.transpose(1, 2)),
+    ],
+    ids=["slice", "transpose", "heads"],
+)
+def test_a_store_into_a_strided_view_is_a_timed_program(shape: tuple[int, ...], dtype: torch.dtype, view_of) -> None:
+    host = torch.randn(shape).to(dtype)
+    device = host.to("ring")
+    values = torch.randn(view_of(host).shape).to(dtype)
+    with ringsim.profile() as profile:
+        relayout.store(view_of(device), values.to("ring"))
+    view_of(host).copy_(values)
+    assert torch.equal(device.cpu(), host)
+    (report,) = profile.reports
+    assert report.name.endswith("_store_blocks")
+
+
+def test_a_store_into_a_broadcast_view_is_left_to_the_device_copy() -> None:
+    view = torch.zeros(1, 128).to("ring").expand(4, 128)
+    chosen = relayout.choose(_layout(view), store=True)
+    assert chosen.program is None
+    assert "more than once" in chosen.candidates[0]["refused"]

@@ -2,8 +2,8 @@
 
 The generated wrapper module defines one `RingKernel` per kernel and calls it with the Inductor buffers it reads
 and writes. Each operand is bound through the strided view its index describes; a view that is not contiguous
-and stick-aligned is first made so by a relayout program (`relayout`; a strided store is copied back after by the
-device's copy).
+and stick-aligned is first made so by a relayout program (`relayout`), and a strided store is written back after
+by one.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class RingKernel:
             buffers[b.buffer] = runtime.host_view(view)
         launch(self.program, buffers, key=self.key)
         for target, result, flips in copies:
-            target.copy_(result.flip(flips) if flips else result)
+            relayout.store(target, result.flip(flips) if flips else result)
 
 
 def _positive_view(

@@ -34,11 +34,16 @@ from .blocks import blocks_program
 from .ring import ring_program
 from .views import NoFit, Relayout, normalized
 
-__all__ = ["SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "normalized", "stick_aligned"]
+__all__ = ["SCHEMES", "STORE_SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "normalized", "stick_aligned",
+           "store"]  # fmt: skip
 
 SCHEMES: dict[str, Callable[[Relayout], list[dict[str, Any]]]] = {
     "blocks": blocks_program,
     "ring": ring_program,
+}
+#: Writing a contiguous result into a strided view: the blocks the other way round.
+STORE_SCHEMES: dict[str, Callable[[Relayout], list[dict[str, Any]]]] = {
+    "blocks": functools.partial(blocks_program, store=True),
 }
 
 
@@ -57,16 +62,17 @@ def _name(layout: Relayout) -> str:
 
 
 @functools.cache
-def choose(layout: Relayout) -> Chosen:
-    """Build every scheme that fits `layout`, time each on the simulator's model, keep the fastest."""
-    name = _name(layout)
-    buffers = {
-        "src": {"dtype": dtype_name(layout.dtype), "shape": [layout.span]},
-        "out": {"dtype": dtype_name(layout.dtype), "shape": [layout.numel]},
-    }
+def choose(layout: Relayout, store: bool = False) -> Chosen:
+    """Build every scheme that fits `layout`, time each on the simulator's model, keep the fastest. `src` is the
+    view's storage and `out` the contiguous result; with `store`, `src` is the contiguous values and `out` the
+    view's storage they are written into."""
+    name = _name(layout) + "_store" * store
+    strided = {"dtype": dtype_name(layout.dtype), "shape": [layout.span]}
+    dense = {"dtype": dtype_name(layout.dtype), "shape": [layout.numel]}
+    buffers = {"src": dense, "out": strided} if store else {"src": strided, "out": dense}
     candidates: list[dict[str, Any]] = []
     best: tuple[float, Program, dict[str, Any]] | None = None
-    for scheme, build in SCHEMES.items():
+    for scheme, build in (STORE_SCHEMES if store else SCHEMES).items():
         try:
             document = {"format": FORMAT, "name": f"{name}_{scheme}", "buffers": buffers, "cores": build(layout)}
             program = parse_program(document)
@@ -83,17 +89,37 @@ def choose(layout: Relayout) -> Chosen:
     return Chosen(name, best[1] if best else None, tuple(candidates))
 
 
+def _programmable(t: torch.Tensor) -> bool:
+    return bool(config.relayout_programs and t.numel() and runtime.device_address(t) % STICK == 0)
+
+
+def _storage(t: torch.Tensor, layout: Relayout) -> torch.Tensor:
+    """The bytes of `t`'s storage its view spans, as one flat tensor (a program buffer)."""
+    return runtime.host_view(torch.as_strided(t, (layout.span,), (1,), t.storage_offset()))
+
+
+def store(target: torch.Tensor, values: torch.Tensor) -> None:
+    """`target.copy_(values)` for a strided ring view `target` and contiguous, stick-aligned `values`: by the
+    chosen store program, else by the device's copy."""
+    layout = Relayout(normalized(tuple(target.shape), tuple(target.stride())), target.dtype)
+    values = stick_aligned(values)
+    chosen = choose(layout, store=True) if _programmable(target) else None
+    if chosen is None or chosen.program is None:
+        target.copy_(values)
+        return
+    launch(chosen.program, {"src": runtime.host_view(values), "out": _storage(target, layout)},
+           key=("ring_inductor", chosen.name))  # fmt: skip
+
+
 def contiguous(t: torch.Tensor) -> torch.Tensor:
     """`t`'s values in a new contiguous, stick-aligned ring tensor: by the chosen relayout program, else by the
     device's copy (which the simulator does not time)."""
     layout = Relayout(normalized(tuple(t.shape), tuple(t.stride())), t.dtype)
-    programmable = config.relayout_programs and t.numel() and runtime.device_address(t) % STICK == 0
-    chosen = choose(layout) if programmable else None
+    chosen = choose(layout) if _programmable(t) else None
     if chosen is None or chosen.program is None:
         return t.contiguous() if not t.is_contiguous() else t.clone()
-    source = torch.as_strided(t, (layout.span,), (1,), t.storage_offset())
     out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    launch(chosen.program, {"src": runtime.host_view(source), "out": runtime.host_view(out)},
+    launch(chosen.program, {"src": _storage(t, layout), "out": runtime.host_view(out)},
            key=("ring_inductor", chosen.name))  # fmt: skip
     return out
 

@@ -152,11 +152,14 @@ def _starts(layout: Relayout, extent: dict[int, int], walked: list[int], strides
     return [sum(i * strides[d] for d, i in zip(walked, index, strict=True)) for index in itertools.product(*steps)]
 
 
-def blocks_program(layout: Relayout) -> list[dict[str, Any]]:
-    """The program of the blocking with the lowest estimate."""
+def blocks_program(layout: Relayout, store: bool = False) -> list[dict[str, Any]]:
+    """The program of the blocking with the lowest estimate: gathering the view into contiguous `out`, or with
+    `store`, scattering contiguous `src` into the view (the same blocks the other way)."""
     chosen = min(blockings(layout), key=lambda b: b.estimate, default=None)
     if chosen is None:
         raise NoFit("no block of the view fits a core with its DMAs on sticks")
+    if store and any(stride == 0 for _, stride in layout.dims):
+        raise NoFit("the view writes some elements more than once")
     size, dtype, dims = layout.itemsize, dtype_name(layout.dtype), layout.dims
     strides, out = [stride for _, stride in dims], _output_strides(layout)
     order = source_order(layout)
@@ -164,6 +167,9 @@ def blocks_program(layout: Relayout) -> list[dict[str, Any]]:
     spanned = order[chosen.gather :]
     block_dims = [d for d in range(len(dims)) if d in extent]  # view order
     permutation = [spanned.index(d) for d in block_dims]
+    shapes = [extent[d] for d in spanned], [extent[d] for d in block_dims]
+    if store:  # runs in, the inverse permute, pieces out
+        permutation, shapes = [permutation.index(i) for i in range(len(permutation))], shapes[::-1]
     walked = order[: chosen.gather + 1] + ([order[chosen.cut]] if chosen.cut > chosen.gather else [])
     blocks = list(zip(_starts(layout, extent, walked, strides), _starts(layout, extent, walked, out), strict=True))
     gathered = order[chosen.gather : chosen.cut]
@@ -177,17 +183,20 @@ def blocks_program(layout: Relayout) -> list[dict[str, Any]]:
     for core, share in enumerate(core_shares(len(blocks), layout.numel * size)):
         tiles = Tiles()
         slots = chosen.slots
-        loaded = [tiles.add(f"in{s}", dtype, [extent[d] for d in spanned]) for s in range(slots)]
+        loaded = [tiles.add(f"in{s}", dtype, shapes[0]) for s in range(slots)]
         permuted = loaded if permutation == sorted(permutation) else [
-            tiles.add(f"out{s}", dtype, [extent[d] for d in block_dims]) for s in range(slots)]  # fmt: skip
+            tiles.add(f"out{s}", dtype, shapes[1]) for s in range(slots)]  # fmt: skip
         code: list[dict[str, Any]] = []
         for n, b in enumerate(share):
-            source, target = blocks[b]
+            strided, dense = blocks[b]
             into, result = loaded[n % slots], permuted[n % slots]
-            code += _parts(tiles, "dma_in", into, [source + p for p in pieces], piece, dtype, size)
+            reads, writes = ([strided + p for p in pieces], piece), ([dense + r for r in runs], chosen.run)
+            if store:
+                reads, writes = writes, reads
+            code += _parts(tiles, "dma_in", into, *reads, dtype, size)
             if result != into:
                 code.append(compute("permute", [into], result, dims=permutation))
-            code += _parts(tiles, "dma_out", result, [target + r for r in runs], chosen.run, dtype, size)
+            code += _parts(tiles, "dma_out", result, *writes, dtype, size)
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
     return programs
 
