@@ -139,6 +139,26 @@ def test_broadcasting_stores_fill_every_element(name: str, fn) -> None:
     assert excess(out, reference(fn, x), device_bound(torch.float16, "reduction", k=130, scale=130)) <= 0
 
 
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("any of an expanded scalar", lambda t: (t[0, 0] > 0).expand(64, 128).any(-1)),
+        ("sum of an expanded column", lambda t: t[:, :1].expand(64, 128).sum(-1)),
+        ("amax of an expanded row", lambda t: t[:1].expand(64, 128).amax(-1)),
+    ],
+)
+def test_reductions_of_broadcast_values_reduce_every_element(name: str, fn) -> None:
+    x = torch.randn(64, 128)
+    out, kernels = compiled_run(fn, x)
+    assert own_kernels(kernels), (name, kernels)
+    assert out.shape == (64,)
+    expected = reference(fn, x)
+    if expected.dtype == torch.bool:
+        assert torch.equal(out.cpu(), expected)
+    else:
+        assert excess(out, expected, device_bound(torch.float32, "reduction", k=128)) <= 0
+
+
 @pytest.mark.parametrize("op", ["floor_divide", "fmod", "remainder", "lcm", "trunc_divide"])
 def test_integer_division_family_is_exact(op: str) -> None:
     a = torch.randint(-50, 50, (5, 7))

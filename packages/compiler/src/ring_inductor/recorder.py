@@ -175,8 +175,8 @@ class Recorder:
         return x
 
     def reduction(self, dtype: torch.dtype, src_dtype: torch.dtype, reduction_type: str, value: Value) -> Any:
-        if value.kind != "full":
-            raise UnsupportedError(f"reduction {reduction_type} of a broadcast ({value.kind}) value")
+        if value.kind != "full":  # a broadcast value (an expanded scalar, row or column) is reduced as every element
+            value = self._broadcast_full(value)
         if reduction_type == "welford_reduce":
             mean = self._reduce("mean", value)
             centered = self._step("sub", [value, mean])
