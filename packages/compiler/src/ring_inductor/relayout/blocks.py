@@ -19,10 +19,13 @@ from typing import Any
 
 from ringsim.engine import DEFAULT_MODEL
 
-from ring_inductor.emit import SCRATCHPAD, STICK, align, ceil_div, dtype_name
+from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, SCRATCHPAD, STICK, align, ceil_div, dtype_name
 from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out
 
-from .views import MAX_DMAS, NoFit, Relayout, core_shares, divisors
+from .views import NoFit, Relayout
+
+#: Programs with more DMAs than this are not built: planning them would cost more than the copy they replace.
+MAX_DMAS = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,17 @@ class Blocking:
         extent[order[self.gather]] = self.gather_stretch
         extent[order[self.cut]] = self.stretch
         return extent
+
+
+def _core_shares(items: int, nbytes: int) -> list[range]:
+    """The items each core takes, in order: as many cores as have MIN_BYTES_PER_CORE of `nbytes` each."""
+    cores = max(1, min(CORES, items, nbytes // MIN_BYTES_PER_CORE))
+    return [range(core * items // cores, (core + 1) * items // cores) for core in range(cores)]
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted({*small, *(n // d for d in small)})
 
 
 def source_order(layout: Relayout) -> list[int]:
@@ -110,8 +124,8 @@ def _candidates(layout: Relayout, order: list[int]) -> Iterator[Blocking]:
     dims = layout.dims
     for cut in range(_dense_from(layout, order), len(order)):
         for gather in range(cut + 1):
-            gather_stretches = divisors(dims[order[gather]][0]) if gather < cut else [0]
-            for gather_stretch, stretch in itertools.product(gather_stretches, divisors(dims[order[cut]][0])):
+            gather_stretches = _divisors(dims[order[gather]][0]) if gather < cut else [0]
+            for gather_stretch, stretch in itertools.product(gather_stretches, _divisors(dims[order[cut]][0])):
                 unrun = Blocking(gather, gather_stretch or stretch, cut, stretch, 0, 0, 0.0)
                 yield replace(unrun, run=_run(layout, unrun.extent(layout, order)))
 
@@ -132,7 +146,7 @@ def blockings(layout: Relayout) -> Iterator[Blocking]:
         blocks, pieces, stores = layout.numel * size // block, block // (piece * size), block // (candidate.run * size)
         if blocks * (pieces + stores) > MAX_DMAS:
             continue
-        cores = len(core_shares(blocks, layout.numel * size))
+        cores = len(_core_shares(blocks, layout.numel * size))
         each = ceil_div(blocks, cores)
         # a core with one block loads, then stores, as all cores do: each way in turn gets the peak; streaming
         # blocks mix loads and stores, which share the mixed bandwidth
@@ -180,7 +194,7 @@ def blocks_program(layout: Relayout, store: bool = False) -> list[dict[str, Any]
     runs = [sum(i * out[d] for d, i in zip(lead, index, strict=True))
             for index in itertools.product(*(range(extent[d]) for d in lead))]  # fmt: skip
     programs = []
-    for core, share in enumerate(core_shares(len(blocks), layout.numel * size)):
+    for core, share in enumerate(_core_shares(len(blocks), layout.numel * size)):
         tiles = Tiles()
         slots = chosen.slots
         loaded = [tiles.add(f"in{s}", dtype, shapes[0]) for s in range(slots)]

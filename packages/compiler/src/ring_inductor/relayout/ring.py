@@ -13,11 +13,24 @@ from typing import Any
 from ring_inductor.emit import CORES, SCRATCHPAD, STICK, align, dtype_name
 from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out, recv, send
 
-from .views import NoFit, Relayout, offsets, on_sticks
+from .views import Dims, NoFit, Relayout
 
 #: Matrices up to this size are not tried over the ring: one core's transpose is faster (measured with
 #: `benchmarks/relayout.py`: a 512x512 fp16 transpose takes 10,656 cycles on one core, 10,923 over the ring).
 RING_MIN_BYTES = 512 * 1024
+
+
+def _offsets(dims: Dims) -> list[int]:
+    """The start of every element of `dims`, in row-major order."""
+    starts = [0]
+    for size, stride in dims:
+        starts = [o + i * stride for o in starts for i in range(size)]
+    return starts
+
+
+def _on_sticks(what: str, elements: int, itemsize: int) -> None:
+    if elements * itemsize % STICK:
+        raise NoFit(f"{what} ({elements * itemsize} bytes) is not whole sticks")
 
 
 def _matrices(layout: Relayout) -> tuple[list[int], int, int, int]:
@@ -26,11 +39,11 @@ def _matrices(layout: Relayout) -> tuple[list[int], int, int, int]:
         raise NoFit("the view is not a transpose of its last two dims")
     *batch, (c, _), (r, row_stride) = layout.dims
     for _, stride in batch:
-        on_sticks("a matrix stride", stride, layout.itemsize)
-    on_sticks("a source row stride", row_stride, layout.itemsize)
-    starts = offsets(tuple(batch))
+        _on_sticks("a matrix stride", stride, layout.itemsize)
+    _on_sticks("a source row stride", row_stride, layout.itemsize)
+    starts = _offsets(tuple(batch))
     if len(starts) > 1:
-        on_sticks("a transposed matrix", r * c, layout.itemsize)
+        _on_sticks("a transposed matrix", r * c, layout.itemsize)
     return starts, r, c, row_stride
 
 
@@ -49,8 +62,8 @@ def _ring_band(r: int, c: int, size: int) -> int:
 
 def ring_program(layout: Relayout) -> list[dict[str, Any]]:
     """Every core takes a band of each matrix's source rows and ends with a band of its output rows. Each permuted
-    band travels round the ring as a bundle of the pieces the cores ahead need, in the order they meet them: each
-    core keeps the first piece and forwards the rest, so a link carries each piece once per hop it still has to go."""
+    band's pieces travel round the ring as bundles, ordered by the cores they meet: each core keeps the piece meant
+    for it and forwards the rest, so a link carries each piece once per hop it still has to go."""
     starts, r, c, row_stride = _matrices(layout)
     if row_stride != c:
         raise NoFit("source rows are not contiguous")

@@ -1,4 +1,4 @@
-"""What every relayout scheme works from: a view's dims in device memory, and the checks and shares they share."""
+"""What every relayout scheme works from: a view's dims in device memory."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, STICK
-
-#: Programs with more DMAs than this are not built: planning them would cost more than the copy they replace.
-MAX_DMAS = 1 << 15
 #: (size, stride) per dim, outermost first, in elements.
 Dims = tuple[tuple[int, int], ...]
 
@@ -41,6 +37,7 @@ class Relayout:
 
 
 def normalized(sizes: tuple[int, ...], strides: tuple[int, ...]) -> Dims:
+    """A view's (size, stride) dims, with the dims that do not change the walk through memory folded away."""
     dims: list[tuple[int, int]] = []
     for size, stride in zip(sizes, strides, strict=True):
         if size == 1:
@@ -50,27 +47,3 @@ def normalized(sizes: tuple[int, ...], strides: tuple[int, ...]) -> Dims:
         else:
             dims.append((size, stride))
     return tuple(dims)
-
-
-def offsets(dims: Dims) -> list[int]:
-    """The start of every element of `dims`, in row-major order."""
-    offsets = [0]
-    for size, stride in dims:
-        offsets = [o + i * stride for o in offsets for i in range(size)]
-    return offsets
-
-
-def on_sticks(what: str, elements: int, itemsize: int) -> None:
-    if elements * itemsize % STICK:
-        raise NoFit(f"{what} ({elements * itemsize} bytes) is not whole sticks")
-
-
-def core_shares(items: int, nbytes: int) -> list[range]:
-    """The items each core takes, in order: as many cores as have MIN_BYTES_PER_CORE of `nbytes` each."""
-    cores = max(1, min(CORES, items, nbytes // MIN_BYTES_PER_CORE))
-    return [range(core * items // cores, (core + 1) * items // cores) for core in range(cores)]
-
-
-def divisors(n: int) -> list[int]:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted({*small, *(n // d for d in small)})
