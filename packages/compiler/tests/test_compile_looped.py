@@ -54,9 +54,19 @@ def test_a_row_too_long_for_the_scratchpad_is_walked_in_column_chunks(name: str,
     assert decisions["loop"]["col_chunk"] < decisions["loop"]["cols"] or whole_row * 2 > 1_625_216
 
 
-def test_an_index_reduction_over_column_chunks_is_refused_naming_it() -> None:
-    with pytest.raises(Exception, match=r"walking its rows in column chunks: reduction argmax over column chunks"):
-        compiled_run(lambda x: x.argmax(-1), torch.randn(64, 262144))
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_an_index_reduction_over_column_chunks_keeps_the_first_best_and_nans(op: str, dump_dir: Path) -> None:
+    torch.manual_seed(0)
+    x = torch.randn(8, 262144)
+    x[1, 200_000] = x[1, 10] = 50.0 if op == "argmax" else -50.0  # a tie across chunks: the first index wins
+    x[2, 250_000] = float("nan")  # a NaN in a late chunk beats every number
+    x[3, 7] = x[3, 260_000] = float("nan")  # the first NaN, even against a later one
+    fn = lambda t: getattr(t, op)(-1)  # noqa: E731
+    out, kernels = compiled_run(fn, x)
+    assert set(kernels) == set(compiled_kernels(kernels)), f"an eager kernel ran: {kernels}"
+    assert torch.equal(out.cpu(), fn(x))
+    (decisions,) = [d for d in (json.loads(p.read_text()) for p in dump_dir.glob("*.decisions.json")) if "loop" in d]
+    assert decisions["loop"]["col_chunk"] < 262144
 
 
 def test_rows_that_are_not_whole_sticks_are_refused_naming_them() -> None:

@@ -4,7 +4,8 @@ reduction level.
 Reductions are grouped by level: one reading another's result is a level higher (layer_norm's variance reads
 its mean). Each level is one pass over the row's column chunks. A pass loads the chunk of each input its
 reductions need and recomputes their elementwise steps. It reduces the chunk and combines the partial result into
-the row's accumulator (add, maximum, minimum, mul). A final pass recomputes and stores the full-row results. Row
+the row's accumulator (add, maximum, minimum, mul; argmax/argmin also keep the best value and take a chunk's index
+where it is strictly better). A final pass recomputes and stores the full-row results. Row
 values (accumulators, and steps on them such as 1/sum) stay resident while the rows are walked. Inputs are read
 once per pass, as a looped GPU reduction reads them.
 """
@@ -15,6 +16,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import torch
 
 from ring_inductor import config
 from ring_inductor.emit import (
@@ -37,6 +40,12 @@ from ring_inductor.plan.scratchpad import Placement
 
 #: How a chunk's partial result joins the row's accumulator, per reduction fn (mean: the sum, divided at the end).
 COMBINE = {"sum": "add", "mean": "add", "amax": "maximum", "amin": "minimum", "prod": "mul"}
+#: argmax/argmin keep the row's best value beside its index: per chunk, the value reduction and the comparison that
+#: takes a chunk's index (strictly better, so the first occurrence wins; a NaN beats any number, as on CPU).
+ARG = {"argmax": ("amax", "gt"), "argmin": ("amin", "lt")}
+#: The row tiles an arg reduction adds to its index accumulator and partial, with their dtypes.
+ARG_TILES = {".val": torch.float32, ".pval": torch.float32, ".take": torch.bool, ".nan": torch.bool,
+             ".other": torch.bool}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ def _levels(graph: KernelGraph) -> dict[int, int]:
         if value.kind == "col":
             raise UnsupportedError("a column-indexed step (an iota over the columns) in a kernel looped over columns")
         if _is_reduction(value):
-            if value.fn not in COMBINE:
+            if value.fn not in COMBINE and value.fn not in ARG:
                 raise UnsupportedError(f"reduction {value.fn} over column chunks (no partial result to combine)")
             below += 1
         level[id(value)] = below
@@ -209,14 +218,18 @@ def _whole_bytes(graph: KernelGraph, tiles: Tiles) -> int:
     return sum(align(tiles.kinds[n][1].itemsize) for n in _whole(graph, tiles)) + len(_means(graph)) * STICK
 
 
-def _row_tiles(graph: KernelGraph, tiles: Tiles) -> list[str]:
-    rows = sorted(name for name, (kind, _) in tiles.kinds.items() if kind == "row")
-    return rows + [f"{tiles.of(v)}.part" for v in graph.steps if _is_reduction(v)]
+def _row_tiles(graph: KernelGraph, tiles: Tiles) -> dict[str, torch.dtype]:
+    """Every row tile with its dtype: the kernel's row values, each reduction's partial, an arg reduction's extras."""
+    rows = {name: dtype for name, (kind, dtype) in sorted(tiles.kinds.items()) if kind == "row"}
+    for value in (v for v in graph.steps if _is_reduction(v)):
+        rows[f"{tiles.of(value)}.part"] = value.dtype
+        if value.fn in ARG:
+            rows.update({f"{tiles.of(value)}{suffix}": dtype for suffix, dtype in ARG_TILES.items()})
+    return rows
 
 
 def _row_bytes(graph: KernelGraph, tiles: Tiles, rows: int) -> int:
-    itemsize = lambda name: tiles.kinds[name.removesuffix(".part")][1].itemsize  # noqa: E731
-    return sum(align(itemsize(name) * rows) for name in _row_tiles(graph, tiles))
+    return sum(align(dtype.itemsize * rows) for dtype in _row_tiles(graph, tiles).values())
 
 
 def fits_looped(graph: KernelGraph) -> bool:
@@ -303,8 +316,7 @@ def _declare(
     for n in range(len(_means(graph))):
         declared[f"count{n}"] = {"offset": offset, "dtype": "float32", "shape": [1]}
         offset += STICK
-    for name in _row_tiles(graph, tiles):
-        dtype = tiles.kinds[name.removesuffix(".part")][1]
+    for name, dtype in _row_tiles(graph, tiles).items():
         for size in sizes:
             declared[name + suffix[size]] = {"offset": offset, "dtype": dtype_name(dtype), "shape": [size, 1]}
         offset += align(dtype.itemsize * sizes[0])
@@ -367,7 +379,7 @@ def _row_chunk(
                 code += _dma(op, name_of(value), row, size, col, loop, graph.cols, tiles, "dma_in")
             code += [compute_step(v, name_of, row, size, [size, loop.col_chunk]) for v in step.steps]
             for reduction in step.reductions:
-                code += _accumulate(reduction, name_of, tiles, row, size, tag, first=col == 0)
+                code += _accumulate(reduction, name_of, tiles, row, size, tag, col)
             for op, value in step.stores:
                 code += _dma(op, name_of(value), row, size, col, loop, graph.cols, tiles, "dma_out")
         for reduction in step.reductions:
@@ -391,18 +403,49 @@ def _row_chunk(
 
 
 def _accumulate(
-    reduction: Value, name_of: Callable[[Value], str], tiles: Tiles, row: int, size: int, tag: str, first: bool
+    reduction: Value, name_of: Callable[[Value], str], tiles: Tiles, row: int, size: int, tag: str, col: int
 ) -> list[dict[str, Any]]:
-    """Reduce one column chunk: into the accumulator for the first chunk, else into a partial tile combined in."""
+    """Reduce the column chunk from `col`: into the accumulator for the first chunk, else into a partial tile
+    combined in."""
     step = compute_step(reduction, name_of, row, size, [size, 1])
     step["fn"] = "sum" if reduction.fn == "mean" else reduction.fn
-    if first:
+    if reduction.fn in ARG:
+        return _accumulate_arg(reduction, step, tiles, tag, col)
+    if col == 0:
         return [step]
     acc = step["output"]
     step["output"] = f"{tiles.of(reduction)}.part{tag}"
-    combine = {"op": "compute", "fn": COMBINE[reduction.fn], "inputs": [acc, step["output"]], "output": acc,
-               "attrs": {}}  # fmt: skip
-    return [step, combine]
+    return [step, _op(COMBINE[reduction.fn], [acc, step["output"]], acc)]
+
+
+def _accumulate_arg(reduction: Value, step: dict[str, Any], tiles: Tiles, tag: str, col: int) -> list[dict]:
+    """argmax/argmin of a chunk: its index and best value; a later chunk's index (offset by `col`) replaces the
+    row's where its value is strictly better or NaN where the row's is not."""
+    value_fn, better = ARG[reduction.fn]
+    tile = lambda suffix: f"{tiles.of(reduction)}{suffix}{tag}"  # noqa: E731
+    chunk = step["inputs"][0]
+    best = {"op": "compute", "fn": value_fn, "inputs": [chunk], "output": tile(".val"),
+            "attrs": {"dim": [-1], "keepdim": True}}  # fmt: skip
+    if col == 0:
+        return [step, best]
+    index, step["output"], best["output"] = step["output"], tile(".part"), tile(".pval")
+    return [
+        step,
+        best,
+        _op(better, [tile(".pval"), tile(".val")], tile(".take")),
+        _op("isnan", [tile(".pval")], tile(".nan")),
+        _op("isnan", [tile(".val")], tile(".other")),
+        _op("logical_not", [tile(".other")], tile(".other")),
+        _op("logical_and", [tile(".nan"), tile(".other")], tile(".nan")),
+        _op("logical_or", [tile(".take"), tile(".nan")], tile(".take")),
+        _op("add", [tile(".part")], tile(".part"), other=col),
+        _op("where", [tile(".take"), tile(".part"), index], index),
+        _op("where", [tile(".take"), tile(".pval"), tile(".val")], tile(".val")),
+    ]
+
+
+def _op(fn: str, inputs: list[str], output: str, **attrs: Any) -> dict[str, Any]:
+    return {"op": "compute", "fn": fn, "inputs": inputs, "output": output, "attrs": attrs}
 
 
 def _dma(
