@@ -35,10 +35,6 @@ class Binding:
     is_output: bool
 
 
-def _aligned(view: torch.Tensor) -> bool:
-    return view.is_contiguous() and runtime.device_address(view) % runtime.STICK_BYTES == 0
-
-
 class RingKernel:
     """One program plus its bindings; calling it launches the program on the ring tensors given."""
 
@@ -64,12 +60,12 @@ class RingKernel:
                 view, flips = _positive_view(base, b.sizes, b.strides, b.offset)
             else:
                 view = torch.as_strided(base, (b.elements,), (1,), base.storage_offset() + b.offset)
-            if b.is_output and (flips or not (b.kind != "scatter" and _aligned(view))):
+            if b.is_output and (flips or not (b.kind != "scatter" and relayout.readable(view))):
                 target, view = view, torch.empty(view.shape, dtype=view.dtype, device=view.device)
                 copies.append((target, view, flips))
             elif not b.is_output and flips:
                 view = view.flip(flips)  # a new, contiguous tensor in the access's order
-            elif not b.is_output and not _aligned(view):
+            elif not b.is_output and not relayout.readable(view):
                 view = relayout.contiguous(view)
             buffers[b.buffer] = runtime.host_view(view)
         launch(self.program, buffers, key=self.key)

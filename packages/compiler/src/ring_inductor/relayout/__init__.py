@@ -34,8 +34,8 @@ from .blocks import blocks_program
 from .ring import ring_program
 from .views import NoFit, Relayout, normalized
 
-__all__ = ["SCHEMES", "STORE_SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "normalized", "stick_aligned",
-           "store"]  # fmt: skip
+__all__ = ["SCHEMES", "STORE_SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "normalized", "readable",
+           "stick_aligned", "store"]  # fmt: skip
 
 SCHEMES: dict[str, Callable[[Relayout], list[dict[str, Any]]]] = {
     "blocks": blocks_program,
@@ -89,6 +89,11 @@ def choose(layout: Relayout, store: bool = False) -> Chosen:
     return Chosen(name, best[1] if best else None, tuple(candidates))
 
 
+def readable(t: torch.Tensor) -> bool:
+    """Whether a DMA can read `t` as it is: contiguous and starting on a stick."""
+    return t.is_contiguous() and runtime.device_address(t) % STICK == 0
+
+
 def _programmable(t: torch.Tensor) -> bool:
     return bool(config.relayout_programs and t.numel() and runtime.device_address(t) % STICK == 0)
 
@@ -126,4 +131,4 @@ def contiguous(t: torch.Tensor) -> torch.Tensor:
 
 def stick_aligned(t: torch.Tensor) -> torch.Tensor:
     """`t` itself when a DMA can read it as it is (contiguous, on a stick), else `contiguous(t)`."""
-    return t if t.is_contiguous() and runtime.device_address(t) % STICK == 0 else contiguous(t)
+    return t if readable(t) else contiguous(t)

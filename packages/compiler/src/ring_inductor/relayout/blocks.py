@@ -22,7 +22,7 @@ from ringsim.engine import DEFAULT_MODEL
 from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, SCRATCHPAD, STICK, align, ceil_div, dtype_name
 from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out
 
-from .views import NoFit, Relayout
+from .views import NoFit, Relayout, grid_offsets
 
 #: Programs with more DMAs than this are not built: planning them would cost more than the copy they replace.
 MAX_DMAS = 1 << 15
@@ -160,12 +160,6 @@ def blockings(layout: Relayout) -> Iterator[Blocking]:
         yield replace(candidate, slots=slots, estimate=max(per_core, bound))
 
 
-def _starts(layout: Relayout, extent: dict[int, int], walked: list[int], strides: list[int]) -> list[int]:
-    """The offset (by `strides`) of every block-sized step through the `walked` dims, in row-major order."""
-    steps = [range(0, layout.dims[d][0], extent.get(d, 1)) for d in walked]
-    return [sum(i * strides[d] for d, i in zip(walked, index, strict=True)) for index in itertools.product(*steps)]
-
-
 def blocks_program(layout: Relayout, store: bool = False) -> list[dict[str, Any]]:
     """The program of the blocking with the lowest estimate: gathering the view into contiguous `out`, or with
     `store`, scattering contiguous `src` into the view (the same blocks the other way)."""
@@ -185,14 +179,14 @@ def blocks_program(layout: Relayout, store: bool = False) -> list[dict[str, Any]
     if store:  # runs in, the inverse permute, pieces out
         permutation, shapes = [permutation.index(i) for i in range(len(permutation))], shapes[::-1]
     walked = order[: chosen.gather + 1] + ([order[chosen.cut]] if chosen.cut > chosen.gather else [])
-    blocks = list(zip(_starts(layout, extent, walked, strides), _starts(layout, extent, walked, out), strict=True))
+    walk = [dims[d][0] for d in walked], [extent.get(d, 1) for d in walked]  # each block-sized step
+    blocks = list(zip(grid_offsets(walk[0], [strides[d] for d in walked], walk[1]),
+                      grid_offsets(walk[0], [out[d] for d in walked], walk[1]), strict=True))  # fmt: skip
     gathered = order[chosen.gather : chosen.cut]
-    pieces = [sum(i * strides[d] for d, i in zip(gathered, index, strict=True))
-              for index in itertools.product(*(range(extent[d]) for d in gathered))]  # fmt: skip
+    pieces = grid_offsets([extent[d] for d in gathered], [strides[d] for d in gathered])
     piece = chosen.stretch * math.prod(dims[d][0] for d in order[chosen.cut + 1 :])
     lead = _lead(layout, extent, chosen.run)
-    runs = [sum(i * out[d] for d, i in zip(lead, index, strict=True))
-            for index in itertools.product(*(range(extent[d]) for d in lead))]  # fmt: skip
+    runs = grid_offsets([extent[d] for d in lead], [out[d] for d in lead])
     programs = []
     for core, share in enumerate(_core_shares(len(blocks), layout.numel * size)):
         tiles = Tiles()

@@ -13,19 +13,11 @@ from typing import Any
 from ring_inductor.emit import CORES, SCRATCHPAD, STICK, align, dtype_name
 from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out, recv, send
 
-from .views import Dims, NoFit, Relayout
+from .views import NoFit, Relayout, grid_offsets
 
 #: Matrices up to this size are not tried over the ring: one core's transpose is faster (measured with
 #: `benchmarks/relayout.py`: a 512x512 fp16 transpose takes 10,656 cycles on one core, 10,923 over the ring).
 RING_MIN_BYTES = 512 * 1024
-
-
-def _offsets(dims: Dims) -> list[int]:
-    """The start of every element of `dims`, in row-major order."""
-    starts = [0]
-    for size, stride in dims:
-        starts = [o + i * stride for o in starts for i in range(size)]
-    return starts
 
 
 def _on_sticks(what: str, elements: int, itemsize: int) -> None:
@@ -41,7 +33,7 @@ def _matrices(layout: Relayout) -> tuple[list[int], int, int, int]:
     for _, stride in batch:
         _on_sticks("a matrix stride", stride, layout.itemsize)
     _on_sticks("a source row stride", row_stride, layout.itemsize)
-    starts = _offsets(tuple(batch))
+    starts = grid_offsets([size for size, _ in batch], [stride for _, stride in batch])
     if len(starts) > 1:
         _on_sticks("a transposed matrix", r * c, layout.itemsize)
     return starts, r, c, row_stride

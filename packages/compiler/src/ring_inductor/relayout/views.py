@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -47,3 +49,9 @@ def normalized(sizes: tuple[int, ...], strides: tuple[int, ...]) -> Dims:
         else:
             dims.append((size, stride))
     return tuple(dims)
+
+
+def grid_offsets(sizes: Sequence[int], strides: Sequence[int], steps: Sequence[int] | None = None) -> list[int]:
+    """The offset, by `strides`, of every index of a row-major grid of `sizes` (each dim walked in its `steps`)."""
+    walks = [range(0, size, step) for size, step in zip(sizes, steps or [1] * len(sizes), strict=True)]
+    return [sum(i * s for i, s in zip(index, strides, strict=True)) for index in itertools.product(*walks)]
