@@ -112,7 +112,7 @@ def bench(session: nox.Session) -> None:
     )  # fmt: skip
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/shard_planner.py"))
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
-    for script in ("passes.py", "compiled_scratchpad.py", "relayout.py"):
+    for script in ("passes.py", "compiled_scratchpad.py", "relayout.py", "fusion.py"):
         session.run("python", str(ROOT / "packages/compiler/benchmarks" / script), "--quick")
 
 

@@ -16,3 +16,7 @@ scratchpad_solver: str = os.environ.get("RING_INDUCTOR_SCRATCHPAD") or "best-fit
 #: Whether strided operands of compiled kernels are made contiguous by relayout programs the simulator times
 #: (`relayout`), or by the device's untimed copy (False: the baseline). RING_INDUCTOR_RELAYOUT=0 turns them off.
 relayout_programs: bool = os.environ.get("RING_INDUCTOR_RELAYOUT", "1") != "0"
+
+#: Whether a matmul's pointwise consumers may join its kernel when the co-optimiser finds the product cheaper kept
+#: resident than spilled (`fusion`); False always spills (the baseline). RING_INDUCTOR_FUSE_MATMUL=0 turns it off.
+fuse_matmul_epilogues: bool = os.environ.get("RING_INDUCTOR_FUSE_MATMUL", "1") != "0"

@@ -66,6 +66,8 @@ class Tiles:
 
     def __init__(self, graph: KernelGraph) -> None:
         self.cols = graph.cols
+        self.widths = {op.name: op.cols for op in graph.operands if op.cols is not None}
+        self.matrices = {op.name: list(op.whole) for op in graph.operands if op.whole is not None}
         self.names: dict[int, str] = {}
         self.kinds: dict[str, tuple[str, torch.dtype]] = {}
         for n, value in enumerate(graph.steps):
@@ -82,14 +84,19 @@ class Tiles:
 
     def shape(self, name: str, rows: int) -> list[int]:
         kind = self.kinds[name][0]
-        return {"full": [rows, self.cols], "row": [rows, 1], "col": [self.cols], "scalar": [1]}[kind]
+        if kind == "matrix":
+            return self.matrices[name]
+        cols = self.widths.get(name, self.cols)
+        return {"full": [rows, cols], "row": [rows, 1], "col": [self.cols], "scalar": [1]}[kind]
 
     def row_bytes(self, name: str) -> int:
         kind, dtype = self.kinds[name]
-        return (self.cols if kind == "full" else 1) * dtype.itemsize
+        return (self.widths.get(name, self.cols) if kind == "full" else 1) * dtype.itemsize
 
 
 def _tile_kind(operand: Operand) -> str:
+    if operand.whole is not None:
+        return "matrix"
     kind = operand.access.kind
     return "full" if kind in ("gather", "scatter") else kind
 

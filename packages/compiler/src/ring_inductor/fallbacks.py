@@ -1,6 +1,7 @@
 """Ring lowerings that replace Inductor's for ring inputs only: matmuls and indirect-indexing ops become extern calls.
 
-mm/bmm/addmm become the `ring_inductor::` matmul ops (programs built by `matmul`). The ring codegen handles affine
+mm and addmm of 2-D operands become template nodes (`template`), which fuse their pointwise consumers; bmm (and
+any other matmul) becomes the `ring_inductor::` matmul ops (programs built by `matmul`). The ring codegen handles affine
 indexing only, so gather, index, embedding and scatter call the device's own eager kernels (one-core gather/scatter
 programs). Every other device keeps Inductor's lowering.
 """
@@ -13,7 +14,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
-from ring_inductor import matmul  # noqa: F401 - defines the ring_inductor:: matmul ops
+from ring_inductor import matmul, template  # noqa: F401 - matmul defines the ring_inductor:: matmul ops
 from ring_inductor.torchprivate import eager_fallback_lowering, inductor_lowerings
 
 aten = torch.ops.aten
@@ -53,7 +54,12 @@ def _for_ring(op: Any, current: Callable[..., Any]) -> Callable[..., Any]:
 
     def lowering(*args: Any, **kwargs: Any) -> Any:
         scaled = op is aten.addmm.default and (kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1)
-        return (eager if _on_ring(args, kwargs) and not scaled else current)(*args, **kwargs)
+        if not _on_ring(args, kwargs) or scaled:
+            return current(*args, **kwargs)
+        fn = op.__name__.split(".")[0]
+        if op in MATMULS and template.templatable(fn, args):
+            return template.lower(fn, *args)
+        return eager(*args, **kwargs)
 
     lowering.ring_inductor = True  # type: ignore[attr-defined]
     return lowering

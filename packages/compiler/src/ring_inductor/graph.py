@@ -31,6 +31,10 @@ class Operand:
     dtype: torch.dtype
     access: Access
     is_output: bool
+    #: the columns of its tile when not the kernel's (a fused matmul's left operand has K)
+    cols: int | None = None
+    #: the shape of a matrix tile loaded whole once per core (a fused matmul's right operand)
+    whole: tuple[int, ...] | None = None
 
 
 @dataclass(eq=False)

@@ -242,9 +242,10 @@ def kernel_space(nodes: list[Any]) -> tuple[int, int]:
     return math.prod(psizes) // cols, cols
 
 
-def record_kernel(nodes: list[Any]) -> KernelGraph:
-    """Interpret the loop bodies of `nodes` (one fused group) into one kernel's DAG, or raise UnsupportedError."""
-    rows, cols = kernel_space(nodes)
+def record_kernel(nodes: list[Any], space: tuple[int, int] | None = None) -> KernelGraph:
+    """Interpret the loop bodies of `nodes` (one fused group) into one kernel's DAG, or raise UnsupportedError;
+    `space` imposes the [rows, cols] to iterate (a matmul epilogue's: the product's)."""
+    rows, cols = space or kernel_space(nodes)
     graph = KernelGraph(rows, cols)
     for node in nodes:
         body, (psizes, rsizes) = node_loop_body(node)

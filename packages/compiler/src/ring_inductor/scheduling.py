@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ring_inductor import config, dump
+from ring_inductor import config, dump, fusion
 from ring_inductor.emit import RowOverflow, Tiles, build_program, plan_split
 from ring_inductor.emit_looped import build_looped, fits_looped
 from ring_inductor.errors import UnsupportedError
@@ -58,9 +58,16 @@ class RingScheduling(BaseScheduling):
         return tuple(V.graph.sizevars.simplify(sympy_product(s)) for s in sizes)
 
     def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
+        if node1.is_template():
+            if not config.fuse_matmul_epilogues:
+                return False
+            template, epilogue = _template_and_epilogue(node1)
+            return fusion.choose(template.node, [*epilogue, *node2.get_nodes()]).fused
         return _fits([*node1.get_nodes(), *node2.get_nodes()])
 
     def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
+        if node1.is_template() or node2.is_template():
+            return False
         return _fits([*node1.get_nodes(), *node2.get_nodes()])
 
     def codegen_node(self, node: Any) -> None:
@@ -78,6 +85,11 @@ class RingScheduling(BaseScheduling):
         except UnsupportedError as error:
             ops = ", ".join(sorted(set(_origins_with_dtypes(nodes))))
             raise UnsupportedError(f"ring_inductor cannot compile {ops}: {error}") from None
+        self._emit(name, program, decisions, graph, nodes)
+
+    def _emit(self, name: str, program: Any, decisions: Any, graph: Any, nodes: list[Any]) -> None:
+        """The kernel's definition in the wrapper's header and its call, binding each operand to its buffer."""
+        wrapper = V.graph.wrapper_code
         arguments: list[str] = []
         bindings = []
         for op in graph.operands:
@@ -96,8 +108,29 @@ class RingScheduling(BaseScheduling):
         wrapper.writeline(f"{name}({', '.join(arguments)})")
         self.free_buffers_in_scheduler()
 
-    def codegen_template(self, *args: Any, **kwargs: Any) -> None:
-        raise UnsupportedError("ring_inductor has no kernel templates")
+    def codegen_template(self, template_node: Any, epilogue_nodes: Any, prologue_nodes: Any) -> None:
+        """A matmul template (`template.RingMatmulBuffer`): alone, the `ring_inductor::` matmul call; with the
+        consumers the co-optimiser fused into it, one kernel (`fusion`)."""
+        buffer, wrapper = template_node.node, V.graph.wrapper_code
+        if not epilogue_nodes:
+            arguments = ", ".join(x.codegen_reference() for x in buffer.inputs)
+            wrapper.writeline(f"{buffer.get_name()} = torch.ops.ring_inductor.{buffer.fn}({arguments})")
+            template_node.mark_run()
+            self.free_buffers_in_scheduler()
+            return
+        nodes = [template_node, *epilogue_nodes]
+        choice = fusion.choose(buffer, list(epilogue_nodes))
+        graph = fusion.fused_graph(buffer, list(epilogue_nodes))
+        stored = [op.buffer for op, _ in graph.stores]
+        graph.drop_stores(drop_fused_buffers([*stored, buffer.get_name()], nodes))
+        if buffer.get_name() not in V.graph.removed_buffers:
+            fusion.keep_product(graph, buffer)
+            size, dtype, device = tuple(int(s) for s in buffer.get_size()), buffer.get_dtype(), buffer.get_device()
+            wrapper.writeline(f"{buffer.get_name()} = torch.empty({size}, dtype={dtype}, device='{device}')")
+        name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
+        program, decisions = build_program(name, graph)
+        decisions["fusion"] = choice.decisions()
+        self._emit(name, program, decisions, graph, nodes)
 
     def codegen_sync(self) -> None:
         """Kernels run synchronously on the simulator: nothing to wait for."""
@@ -107,6 +140,13 @@ class RingScheduling(BaseScheduling):
 
     def ready_to_flush(self) -> bool:
         return False
+
+
+def _template_and_epilogue(node: Any) -> tuple[Any, list[Any]]:
+    """A (possibly already fused) template node's matmul node and the consumers fused into it so far."""
+    nodes = list(node.get_nodes())
+    template = next(n for n in nodes if n.is_template())
+    return template, [n for n in nodes if n is not template]
 
 
 def _origins_with_dtypes(nodes: list[Any]) -> list[str]:

@@ -38,6 +38,10 @@ SYMBOLS: tuple[tuple[str, str], ...] = (
     ("torch._dynamo.device_interface", "register_interface_for_device"),
     ("torch._inductor.lowering", "lowerings"),
     ("torch._inductor.lowering", "fallback_handler"),
+    ("torch._inductor.ir", "TemplateBuffer"),
+    ("torch._inductor.ir", "FixedLayout"),
+    ("torch._inductor.ir", "TensorBox"),
+    ("torch._inductor.ir", "ExternKernel"),
 )
 
 register_backend_for_device = _resolve(*SYMBOLS[0])
@@ -57,6 +61,16 @@ register_interface_for_device = _resolve(*SYMBOLS[12])
 #: Inductor's lowering table (aten overload -> lowering), consulted at every compile.
 inductor_lowerings: dict[Any, Any] = _resolve(*SYMBOLS[13])
 _fallback_handler = _resolve(*SYMBOLS[14])
+#: The IR node the scheduler offers epilogue fusion to (subclassed by `template.RingMatmulBuffer`).
+TemplateBuffer = _resolve(*SYMBOLS[15])
+FixedLayout = _resolve(*SYMBOLS[16])
+TensorBox = _resolve(*SYMBOLS[17])
+_ExternKernel = _resolve(*SYMBOLS[18])
+
+
+def realize_input(x: Any) -> Any:
+    """A lowering's argument as a realized buffer or a strided view of one (what a template's inputs must be)."""
+    return _ExternKernel.realize_input(x)
 
 
 def eager_fallback_lowering(op: Any) -> Any:

@@ -1,0 +1,86 @@
+"""Compiled matmul epilogues on ring: the product kept resident in the matmul's kernel against spilled.
+
+Run: python packages/compiler/benchmarks/fusion.py [--quick]
+
+Each case is compiled with torch.compile twice: with `ring_inductor.config.fuse_matmul_epilogues` off (the
+baseline: the matmul stores its product, a second kernel reads it back) and on (the co-optimiser keeps the product
+in the matmul's scratchpad tiles and runs the consumers there). Printed per case: kernels, simulated cycles
+(compute / memory / communication, summed over kernels), bytes moved, the share of core-time spent computing, the
+roofline bound's share of the cycles, and the error against float64. Figures are the simulator's (its pinned
+DeviceModel), not hardware.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import ringsim
+import torch
+import torch.nn.functional as F
+from ring_inductor import config
+from ring_inductor.checking import compiled_run, float64_reference
+from ring_inductor.emit import CORES
+
+
+def _cases(rows: int) -> dict[str, tuple[Callable[..., Any], tuple[torch.Tensor, ...]]]:
+    torch.manual_seed(0)
+    x = torch.randn(rows, 512, dtype=torch.float16)
+    up, gate = ((torch.randn(1024, 512) / 23).half() for _ in range(2))
+    bias, down = torch.randn(1024, dtype=torch.float16), (torch.randn(512, 512) / 23).half()
+    return {
+        f"gelu(linear) [{rows}, 512] -> 1024": (lambda x, w, b: F.gelu(F.linear(x, w, b)), (x, up, bias)),
+        f"x + relu(x @ w) [{rows}, 512] -> 512": (lambda x, w: x + torch.relu(x @ w), (x, down)),
+        f"silu(x @ g) * (x @ u) [{rows}, 512] -> 1024": (
+            lambda x, g, u: F.silu(F.linear(x, g)) * F.linear(x, u),
+            (x, gate, up),
+        ),
+    }
+
+
+def _run(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], fuse: bool) -> dict[str, Any]:
+    config.fuse_matmul_epilogues = fuse
+    compiled_run(fn, *inputs)  # compile, then measure the second call
+    with ringsim.profile() as profile:
+        out, _ = compiled_run(fn, *inputs)
+    reports = profile.reports
+    total = sum(r.total_cycles for r in reports)
+    computing = sum(core.compute for r in reports for core in r.per_core.values())
+    return {
+        "kernels": len(reports),
+        "cycles": total,
+        "compute": sum(r.compute_cycles for r in reports),
+        "memory": sum(r.memory_cycles for r in reports),
+        "communication": sum(r.communication_cycles for r in reports),
+        "bytes": sum(r.bytes_moved for r in reports),
+        "busy": computing / (CORES * total),
+        "bound": sum(r.roofline_cycles for r in reports) / total,
+        "out": out.cpu().double(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fusion.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,024 rows instead of 8,192")
+    args = parser.parse_args(argv)
+    print(f"{'case':<42}{'':>8}{'kernels':>8}{'cycles':>11}{'compute':>10}{'memory':>10}{'comm':>7}{'bytes':>11}"
+          f"{'compute share':>15}{'bound share':>13}{'max err':>10}")  # fmt: skip
+    for name, (fn, inputs) in _cases(1024 if args.quick else 8192).items():
+        reference = float64_reference(fn, *inputs)
+        runs = {fuse: _run(fn, inputs, fuse) for fuse in (False, True)}
+        for fuse, run in runs.items():
+            err = float((run["out"] - reference).abs().max() / reference.abs().max())
+            print(f"{name if not fuse else '':<42}{'fused' if fuse else 'spilled':>8}{run['kernels']:>8}"
+                  f"{run['cycles']:>11,.0f}{run['compute']:>10,.0f}{run['memory']:>10,.0f}"
+                  f"{run['communication']:>7,.0f}{run['bytes']:>11,}{run['busy']:>15.3f}{run['bound']:>13.3f}"
+                  f"{err:>10.1e}")  # fmt: skip
+        print(f"{'':<42}{'ratio':>8}{'':>8}{runs[True]['cycles'] / runs[False]['cycles']:>11.3f}"
+              f"{'':>27}{runs[True]['bytes'] / runs[False]['bytes']:>11.3f}")  # fmt: skip
+    config.fuse_matmul_epilogues = True
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
