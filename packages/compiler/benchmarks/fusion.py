@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusion.py", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1,024 rows instead of 8,192")
     args = parser.parse_args(argv)
-    print(f"{'case':<42}{'':>8}{'kernels':>8}{'cycles':>11}{'compute':>10}{'memory':>10}{'comm':>7}{'bytes':>11}"
+    print(f"{'case':<42}{'':>8}{'kernels':>8}{'cycles':>11}{'compute':>10}{'memory':>10}{'comm':>7}{'bytes':>13}"
           f"{'compute share':>15}{'bound share':>13}{'max err':>10}")  # fmt: skip
     for name, (fn, inputs) in _cases(1024 if args.quick else 8192).items():
         reference = float64_reference(fn, *inputs)
@@ -74,10 +74,10 @@ def main(argv: list[str] | None = None) -> int:
             err = float((run["out"] - reference).abs().max() / reference.abs().max())
             print(f"{name if not fuse else '':<42}{'fused' if fuse else 'spilled':>8}{run['kernels']:>8}"
                   f"{run['cycles']:>11,.0f}{run['compute']:>10,.0f}{run['memory']:>10,.0f}"
-                  f"{run['communication']:>7,.0f}{run['bytes']:>11,}{run['busy']:>15.3f}{run['bound']:>13.3f}"
+                  f"{run['communication']:>7,.0f}{run['bytes']:>13,}{run['busy']:>15.3f}{run['bound']:>13.3f}"
                   f"{err:>10.1e}")  # fmt: skip
         print(f"{'':<42}{'ratio':>8}{'':>8}{runs[True]['cycles'] / runs[False]['cycles']:>11.3f}"
-              f"{'':>27}{runs[True]['bytes'] / runs[False]['bytes']:>11.3f}")  # fmt: skip
+              f"{'':>27}{runs[True]['bytes'] / runs[False]['bytes']:>13.3f}")  # fmt: skip
     config.fuse_matmul_epilogues = True
     return 0
 
