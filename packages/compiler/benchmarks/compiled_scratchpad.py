@@ -25,6 +25,7 @@ from ring_inductor import config
 from ring_inductor.checking import TransformerBlock, compiled_run
 from ring_inductor.placement import CP_SAT_LIMIT, SOLVER_NAMES, Lifetime, place
 from ring_inductor.plan.cost import DEFAULT_COST
+from ring_inductor.tolerance import max_relative_error
 from torch import nn
 
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     base = runs["stacked"][1]
     for solver, (out, cycles, decisions) in runs.items():
         chunks = " ".join(str(k["split"]["chunk"]) for k in decisions)
-        err = (out.double() - reference).abs().max().item() / reference.abs().max().item()
+        err = max_relative_error(out, reference)
         print(f"    {solver:<9} {cycles:>14,.0f} cycles  x{cycles / base:.3f}   max error {err:.1e} of max |y|   "
               f"rows per chunk: {chunks}")  # fmt: skip
     config.dump_dir = None

@@ -44,3 +44,8 @@ def excess(actual: torch.Tensor, reference: torch.Tensor, bound: Bound) -> float
     got = actual.detach().cpu().double()
     allowed = bound.atol + bound.rtol * reference.abs()
     return float(((got - reference).abs() - allowed).max())
+
+
+def max_relative_error(actual: torch.Tensor, reference: torch.Tensor) -> float:
+    """The worst element's error as a fraction of the reference's largest magnitude (what benchmarks print)."""
+    return float((actual.detach().cpu().double() - reference).abs().max() / reference.abs().max())
