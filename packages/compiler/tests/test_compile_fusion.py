@@ -11,6 +11,8 @@ import pytest
 import ringsim
 import torch
 import torch.nn.functional as F
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ring_inductor import config
 from ring_inductor.checking import compiled_kernels, compiled_run, float64_reference
 from ring_inductor.tolerance import device_bound, excess
@@ -116,3 +118,50 @@ def test_the_dump_records_the_co_optimisers_verdict(tmp_path: Path, monkeypatch:
     # A, B and the relu's output: the product itself is never a buffer
     assert {"mm_a", "mm_b"} < set(program["buffers"]), program["buffers"]
     assert len(program["buffers"]) == 3, program["buffers"]
+
+
+#: Epilogue steps the fuzz chains: each takes the value so far, the bias row and the residual.
+STEPS: dict[str, Callable[..., torch.Tensor]] = {
+    "relu": lambda y, b, r: torch.relu(y),
+    "sigmoid": lambda y, b, r: torch.sigmoid(y),
+    "tanh": lambda y, b, r: torch.tanh(y),
+    "gelu": lambda y, b, r: F.gelu(y),
+    "silu": lambda y, b, r: F.silu(y),
+    "bias": lambda y, b, r: y + b,
+    "residual": lambda y, b, r: y * r,
+    "scale": lambda y, b, r: y * 0.5 - 1,
+}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(st.sampled_from(sorted(STEPS)), min_size=1, max_size=4),
+    m=st.sampled_from([64, 100, 256]),
+    k=st.sampled_from([128, 512]),
+    n=st.sampled_from([128, 384]),
+    dtype=st.sampled_from([torch.float16, torch.float32]),
+)
+def test_fuzzed_epilogues_fuse_and_agree_with_the_spilled_kernels(
+    steps: list[str], m: int, k: int, n: int, dtype: torch.dtype
+) -> None:
+    # resident or spilled, the product is rounded to its dtype once and the consumers' steps are the same; only the
+    # matmul's summation order may differ (the host computes each chunk of rows as one product)
+    def fn(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        y = x @ w
+        for step in steps:
+            y = STEPS[step](y, b, r)
+        return y
+
+    generator = torch.Generator().manual_seed(m * k + n)
+    inputs = [torch.randn(*shape, generator=generator).to(dtype) for shape in ((m, k), (k, n), (n,), (m, n))]
+    inputs[1] /= k**0.5
+    fused, kernels = compiled_run(fn, *inputs)
+    assert len(compiled_kernels(kernels)) == 1, kernels
+    config.fuse_matmul_epilogues = False
+    try:
+        spilled, _ = compiled_run(fn, *inputs)
+    finally:
+        config.fuse_matmul_epilogues = True
+    fused, spilled = fused.cpu().double(), spilled.cpu().double()
+    allowed = 4 * device_bound(dtype, "matmul", k=k).rtol * spilled.abs().max()
+    assert (fused - spilled).abs().max() <= allowed, steps
