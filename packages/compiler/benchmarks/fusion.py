@@ -13,6 +13,7 @@ DeviceModel), not hardware.
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,17 +22,29 @@ import ringsim
 import torch
 import torch.nn.functional as F
 from ring_inductor import config
-from ring_inductor.checking import compiled_run, float64_reference
+from ring_inductor.checking import TransformerBlock, compiled_run, float64_reference
 from ring_inductor.emit import CORES
 from ring_inductor.tolerance import max_relative_error
 
+Case = tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]
 
-def _cases(rows: int) -> dict[str, tuple[Callable[..., Any], tuple[torch.Tensor, ...]]]:
+
+def _block(tokens: int) -> Case:
+    """A transformer block small enough (dim 256) for every weight to fit a core: qkv, the projection plus the
+    residual, the MLP's up projection plus GELU, its down projection plus the residual."""
+    block = TransformerBlock(256, 4).half().eval()
+    x = torch.randn(4, tokens, 256, dtype=torch.float16)
+    reference = copy.deepcopy(block).double()
+    on_ring = block.to("ring")
+    return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))
+
+
+def _cases(rows: int) -> dict[str, Case]:
     torch.manual_seed(0)
     x = torch.randn(rows, 512, dtype=torch.float16)
     up, gate = ((torch.randn(1024, 512) / 23).half() for _ in range(2))
     bias, down = torch.randn(1024, dtype=torch.float16), (torch.randn(512, 512) / 23).half()
-    return {
+    cases = {
         f"gelu(linear) [{rows}, 512] -> 1024": (lambda x, w, b: F.gelu(F.linear(x, w, b)), (x, up, bias)),
         f"x + relu(x @ w) [{rows}, 512] -> 512": (lambda x, w: x + torch.relu(x @ w), (x, down)),
         f"silu(x @ g) * (x @ u) [{rows}, 512] -> 1024": (
@@ -39,12 +52,15 @@ def _cases(rows: int) -> dict[str, tuple[Callable[..., Any], tuple[torch.Tensor,
             (x, gate, up),
         ),
     }
+    cases = {name: (fn, inputs, lambda *t, fn=fn: float64_reference(fn, *t)) for name, (fn, inputs) in cases.items()}
+    cases[f"block dim 256, 4 x {rows // 4} tokens"] = _block(rows // 4)
+    return cases
 
 
 def _run(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], fuse: bool) -> dict[str, Any]:
     config.fuse_matmul_epilogues = fuse
     compiled_run(fn, *inputs)  # compile, then measure the second call
-    with ringsim.profile() as profile:
+    with torch.no_grad(), ringsim.profile() as profile:
         out, _ = compiled_run(fn, *inputs)
     reports = profile.reports
     total = sum(r.total_cycles for r in reports)
@@ -69,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':<42}{'':>8}{'kernels':>8}{'cycles':>11}{'compute':>10}{'memory':>10}{'comm':>7}{'bytes':>13}"
           f"{'compute share':>15}{'bound share':>13}{'max err':>10}")  # fmt: skip
     try:
-        for name, (fn, inputs) in _cases(1024 if args.quick else 8192).items():
-            reference = float64_reference(fn, *inputs)
+        for name, (fn, inputs, reference_of) in _cases(1024 if args.quick else 8192).items():
+            with torch.no_grad():
+                reference = reference_of(*inputs)
             runs = {fuse: _run(fn, inputs, fuse) for fuse in (False, True)}
             for fuse, run in runs.items():
                 print(f"{name if not fuse else '':<42}{'fused' if fuse else 'spilled':>8}{run['kernels']:>8}"
