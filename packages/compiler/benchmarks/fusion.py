@@ -29,11 +29,11 @@ from ring_inductor.tolerance import max_relative_error
 Case = tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]
 
 
-def _block(tokens: int) -> Case:
-    """A transformer block small enough (dim 256) for every weight to fit a core: qkv, the projection plus the
-    residual, the MLP's up projection plus GELU, its down projection plus the residual."""
-    block = TransformerBlock(256, 4).half().eval()
-    x = torch.randn(4, tokens, 256, dtype=torch.float16)
+def _block(dim: int, tokens: int) -> Case:
+    """A transformer block: qkv, the projection plus the residual, the MLP's up projection plus GELU, its down
+    projection plus the residual (dim 256: every weight fits a core; dim 1024: none does)."""
+    block = TransformerBlock(dim, dim // 64).half().eval()
+    x = torch.randn(4, tokens, dim, dtype=torch.float16)
     reference = copy.deepcopy(block).double()
     on_ring = block.to("ring")
     return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))
@@ -52,8 +52,21 @@ def _cases(rows: int, tokens: int) -> dict[str, Case]:
             (x, gate, up),
         ),
     }
+    # B overflows a core: the planned matmul's division carries the consumers
+    wide, big_up = torch.randn(rows // 4, 1024, dtype=torch.float16), (torch.randn(4096, 1024) / 32).half()
+    hidden, big_down = torch.randn(rows // 4, 4096, dtype=torch.float16), (torch.randn(1024, 4096) / 64).half()
+    big_bias = torch.randn(4096, dtype=torch.float16)
+    cases[f"gelu(linear) [{rows // 4}, 1024] -> 4096, planned"] = (
+        lambda x, w, b: F.gelu(F.linear(x, w, b)),
+        (wide, big_up, big_bias),
+    )
+    cases[f"r + linear(h) [{rows // 4}, 4096] -> 1024, planned"] = (
+        lambda h, w, r: r + F.linear(h, w),
+        (hidden, big_down, wide),
+    )
     cases = {name: (fn, inputs, lambda *t, fn=fn: float64_reference(fn, *t)) for name, (fn, inputs) in cases.items()}
-    cases[f"block dim 256, 4 x {tokens} tokens"] = _block(tokens)
+    cases[f"block dim 256, 4 x {tokens} tokens"] = _block(256, tokens)
+    cases[f"block dim 1024, 4 x {tokens // 4} tokens, planned"] = _block(1024, tokens // 4)
     return cases
 
 

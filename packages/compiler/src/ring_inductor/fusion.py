@@ -3,9 +3,12 @@
 The kernel is the consumers' own row kernel over the product's [m, n] space, with the product computed in place of
 its load: each chunk of rows DMAs in its rows of A, runs the device's `mm`/`addmm` against B (loaded whole once per
 core), and the consumers' steps read the product's tile, which never reaches device memory unless something else
-reads it. The co-optimiser (`plan.cooptimize`) weighs that resident hand-over against the spill (the product
-stored, a barrier, a second kernel reading it back), on the cost model's figures; a product that cannot stay
-resident (B overflows a core, the fused chunk does not fit, the consumer reads it through a view) spills.
+reads it. When B overflows a core, the planned matmul's grid division carries the consumers instead: they run on
+each output tile (`fusion_planned`). The co-optimiser (`plan.cooptimize`) weighs that resident hand-over against the
+spill (the product stored, a barrier, a second kernel reading it back), on the cost model's figures, over the
+matmul's divisions too: a planned matmul may take a grid whose tiles leave the consumers room over its cheapest
+division alone. A product that cannot stay resident (the fused chunk or tile does not fit, the consumer reads it
+through a view or computes from its index) spills.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ring_inductor import config
-from ring_inductor.emit import SCRATCHPAD, Tiles, align, plan_split
+from ring_inductor import config, fusion_planned
+from ring_inductor.emit import SCRATCHPAD, Tiles, align, dtype_name, plan_split
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.graph import KernelGraph, Operand, Value
 from ring_inductor.indexing import Access
+from ring_inductor.plan import divide
 from ring_inductor.plan.cooptimize import Assignment, Split, beam, hand_over
+from ring_inductor.plan.coplans import division_key
 from ring_inductor.plan.cost import DEFAULT_COST
+from ring_inductor.plan.divide import MatmulDivision, TensorSplit
+from ring_inductor.planned_matmul import matmul_graph
 from ring_inductor.recorder import record_kernel
 from ring_inductor.template import RingMatmulBuffer
 from ring_inductor.torchprivate import wrapper_name
@@ -53,7 +60,7 @@ def _bias(node: Any, m: int, n: int) -> Operand:
 def fused_graph(buffer: RingMatmulBuffer, nodes: list[Any]) -> KernelGraph:
     """The consumers' kernel over the product's [m, n] space, the product's loads replaced by the matmul itself."""
     (m, k), (_, n) = buffer.shapes()[-2:]
-    graph = record_kernel(nodes, space=(m, n))
+    graph = record_kernel(nodes, space=(m, n)) if nodes else KernelGraph(m, n)
     graph.fold_casts()
     product = buffer.get_name()
     loads = [op for op in graph.operands if op.buffer == product]
@@ -93,6 +100,9 @@ class Choice:
     assignment: Assignment
     #: why the product cannot stay resident ("" when it can)
     refused: str
+    #: a planned matmul's grid division that carries the consumers (None: B fits a core, or spilled)
+    division: MatmulDivision | None = None
+    split: TensorSplit | None = None
 
     def decisions(self) -> dict[str, Any]:
         return {
@@ -101,32 +111,103 @@ class Choice:
             "splits": [s.label for s in self.assignment.splits],
             "hand_over": [asdict(e) for e in self.assignment.edges],
             "cycles": self.assignment.cycles,
+            "division": asdict(self.division) if self.division is not None else None,
         }
+
+
+@dataclass(frozen=True)
+class _Producers:
+    """The matmul's candidate splits for the co-optimiser."""
+
+    options: list[Split]
+    #: the divisions a consumer can adopt, by split key
+    carrying: dict[str, MatmulDivision]
+    split: TensorSplit | None
+
+
+def _planned(m: int, k: int, n: int, buffer: RingMatmulBuffer, graph: KernelGraph | None) -> _Producers:
+    """A planned matmul's options: its cheapest division alone (the product stored), and every grid division whose
+    tiles leave room for the consumers (`graph`, None when they cannot join)."""
+    plan = matmul_graph(m, k, n, dtype_name(buffer.get_dtype()))
+    splits = divide.mandatory_splits(plan)
+    best = divide.matmul_candidates(plan, plan.ops[0], splits)[0]
+    options = [Split(f"{division_key(best)} alone", "alone", best.estimate)]
+    carrying = {}
+    if graph is not None:
+        room = fusion_planned.room(graph)
+        for division in divide.matmul_candidates(plan, plan.ops[0], splits, epilogue=room):
+            carrying[division_key(division)] = division
+            options.append(Split(f"{division_key(division)} carrying its consumers", division_key(division),
+                                 division.estimate))  # fmt: skip
+    return _Producers(options, carrying, splits.get("a"))
+
+
+def _overflows(buffer: RingMatmulBuffer) -> bool:
+    """Whether B overflows a core (the matmul is planned)."""
+    (_, k), (_, n) = buffer.shapes()[-2:]
+    return align(k * n * buffer.get_dtype().itemsize) > SCRATCHPAD
+
+
+def _full_loads(graph: KernelGraph | None) -> list[Operand]:
+    """The consumers' operands (a bias per element among them) read over the whole product."""
+    if graph is None:
+        return []
+    return [op for op in graph.operands if not op.is_output and op.access.kind in ("full", "gather")
+            and op.name not in fusion_planned.MATMUL_OPERANDS]  # fmt: skip
+
+
+def planned_bias(buffer: RingMatmulBuffer) -> Choice | None:
+    """A planned addmm of a bias row with no consumers: the cheapest division whose tiles add the bias (one kernel,
+    not the product and then an add), or None (an mm, B fits a core, a bias per element, which would be relaid
+    into the division's tiles first, or no division carries the bias)."""
+    if buffer.fn != "addmm" or not _overflows(buffer) or len(buffer.shapes()[0]) > 1:
+        return None
+    (m, k), (_, n) = buffer.shapes()[-2:]
+    try:
+        producers = _planned(m, k, n, buffer, fused_graph(buffer, []))
+    except UnsupportedError:
+        return None
+    if not producers.carrying:
+        return None
+    key, division = min(producers.carrying.items(), key=lambda item: item[1].estimate)
+    split = Split(f"{key} adding the bias", key, division.estimate)
+    assignment = Assignment((split,), (), division.estimate, complete=True, examined=len(producers.carrying))
+    return Choice(True, assignment, "", division, producers.split)
 
 
 def choose(buffer: RingMatmulBuffer, nodes: list[Any]) -> Choice:
     """Resident or spilled: the co-optimiser's beam search over the matmul's division and the consumers' split."""
     (m, k), (_, n) = buffer.shapes()[-2:]
     cost, itemsize = DEFAULT_COST, buffer.get_dtype().itemsize
-    refused = ""
-    if align(k * n * itemsize) > SCRATCHPAD:
-        refused = "B overflows a core: the planned matmul's divisions store their product"
-    else:
-        try:
-            graph = fused_graph(buffer, nodes)
+    planned = _overflows(buffer)
+    refused, graph = "", None
+    try:
+        graph = fused_graph(buffer, nodes)
+        if planned:
+            fusion_planned.check(graph)
+        else:
             solver = "best-fit" if config.scratchpad_solver == "cp-sat" else config.scratchpad_solver
             plan_split(graph, Tiles(graph), solver)
-        except UnsupportedError as error:
-            refused = str(error)
-    product = m * n * itemsize
-    standalone = max(cost.matmul(m * n * k // cost.cores), cost.memory((m * k + k * n * cost.cores) * itemsize))
+    except UnsupportedError as error:
+        refused, graph = str(error), None
+    if planned:
+        producers = _planned(m, k, n, buffer, graph)
+        if graph is not None and not producers.carrying:
+            refused = "no grid division of the planned matmul leaves its tiles room for the consumers"
+    else:
+        standalone = max(cost.matmul(m * n * k // cost.cores), cost.memory((m * k + k * n * cost.cores) * itemsize))
+        producers = _Producers([Split(ROWS, ROWS, standalone)], {ROWS: None} if graph is not None else {}, None)
     vector = cost.vector(m * n // cost.cores)
-    alone = cost.memory(2 * product) + vector
-    options = [[Split(ROWS, ROWS, standalone)], [Split(FLAT, FLAT, alone), Split(f"adopt {ROWS}", ROWS, alone)]]
+    alone = cost.memory(2 * m * n * itemsize) + vector
+    # a planned division reads each full operand blocked in its tiles: a relayout in (read and written) first
+    relaid = sum(2 * math.prod(op.access.sizes) * op.dtype.itemsize for op in _full_loads(graph)) if planned else 0
+    consumers = [Split(FLAT, FLAT, alone), *(Split(f"adopt {key}", key, alone) for key in producers.carrying)]
     edge = hand_over(
-        lambda producer, consumer: None if refused else vector - alone,
+        lambda producer, consumer: None if refused else vector - alone + cost.memory(relaid),
         lambda producer, consumer: cost.barrier,
         lambda producer, consumer: None,
     )
-    assignment = beam(options, [edge])
-    return Choice(assignment.edges[0].transition == "resident", assignment, refused)
+    assignment = beam([producers.options, consumers], [edge])
+    fused = assignment.edges[0].transition == "resident"
+    division = producers.carrying.get(assignment.splits[0].key) if fused else None
+    return Choice(fused, assignment, refused, division, producers.split if division else None)

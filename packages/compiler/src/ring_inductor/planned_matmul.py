@@ -25,15 +25,21 @@ from ring_inductor.plan.graph import Graph
 from ring_inductor.plan.tiling import TilingError
 
 
+def matmul_graph(m: int, k: int, n: int, dtype: str) -> Graph:
+    """The planning layer's graph of one [m, k] x [k, n] matmul `c = a @ b` of `dtype` (a dtype name)."""
+    graph = Graph()
+    graph.tensor("a", (m, k), dtype)
+    graph.tensor("b", (k, n), dtype)
+    graph.matmul("mm", "a", "b", "c")
+    graph.outputs = ["c"]
+    return graph
+
+
 @functools.cache
 def planned_program(m: int, k: int, n: int, dtype: torch.dtype) -> Emitted:
     """The planned program of an [m, k] x [k, n] matmul (once per shape and dtype), dumped when the option is on."""
     name = str(dtype).removeprefix("torch.")
-    graph = Graph()
-    graph.tensor("a", (m, k), name)
-    graph.tensor("b", (k, n), name)
-    graph.matmul("mm", "a", "b", "c")
-    graph.outputs = ["c"]
+    graph = matmul_graph(m, k, n, name)
     try:
         division = divide.divide(graph)
         chosen = division.matmuls["mm"]

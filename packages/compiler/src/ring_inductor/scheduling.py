@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ring_inductor import config, dump, fusion
+from ring_inductor import config, dump, fusion, fusion_planned
 from ring_inductor.emit import RowOverflow, Tiles, build_program, plan_split
 from ring_inductor.emit_looped import build_looped, fits_looped
 from ring_inductor.errors import UnsupportedError
@@ -109,18 +109,18 @@ class RingScheduling(BaseScheduling):
         self.free_buffers_in_scheduler()
 
     def codegen_template(self, template_node: Any, epilogue_nodes: Any, prologue_nodes: Any) -> None:
-        """A matmul template (`template.RingMatmulBuffer`): alone, the `ring_inductor::` matmul call; with the
-        consumers the co-optimiser fused into it, one kernel (`fusion`)."""
-        buffer, wrapper = template_node.node, V.graph.wrapper_code
-        if not epilogue_nodes:
+        """A matmul template (`template.RingMatmulBuffer`): with the consumers the co-optimiser fused into it, or a
+        planned addmm's bias, one kernel (`fusion`); else the `ring_inductor::` matmul call."""
+        buffer, wrapper, epilogue = template_node.node, V.graph.wrapper_code, list(epilogue_nodes)
+        choice = fusion.choose(buffer, epilogue) if epilogue else fusion.planned_bias(buffer)
+        if choice is None:
             arguments = ", ".join(x.codegen_reference() for x in buffer.inputs)
             wrapper.writeline(f"{buffer.get_name()} = torch.ops.ring_inductor.{buffer.fn}({arguments})")
             template_node.mark_run()
             self.free_buffers_in_scheduler()
             return
-        nodes = [template_node, *epilogue_nodes]
-        choice = fusion.choose(buffer, list(epilogue_nodes))
-        graph = fusion.fused_graph(buffer, list(epilogue_nodes))
+        nodes = [template_node, *epilogue]
+        graph = fusion.fused_graph(buffer, epilogue)
         stored = [op.buffer for op, _ in graph.stores]
         graph.drop_stores(drop_fused_buffers([*stored, buffer.get_name()], nodes))
         if buffer.get_name() not in V.graph.removed_buffers:
@@ -128,7 +128,10 @@ class RingScheduling(BaseScheduling):
             size, dtype, device = tuple(int(s) for s in buffer.get_size()), buffer.get_dtype(), buffer.get_device()
             wrapper.writeline(f"{buffer.get_name()} = torch.empty({size}, dtype={dtype}, device='{device}')")
         name = f"{_kernel_name(graph.origins)}_{wrapper.next_kernel_suffix()}"
-        program, decisions = build_program(name, graph)
+        if choice.division is not None:
+            program, decisions, graph = fusion_planned.build(name, graph, choice.division, choice.split)
+        else:
+            program, decisions = build_program(name, graph)
         decisions["fusion"] = choice.decisions()
         self._emit(name, program, decisions, graph, nodes)
 

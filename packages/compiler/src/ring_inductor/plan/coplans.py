@@ -27,7 +27,7 @@ class Options:
 
 
 def division_key(division: MatmulDivision) -> str:
-    return f"grid {division.m_parts}x{division.n_parts} tile {division.tile.m}x{division.tile.n}"
+    return f"{division.scheme} {division.m_parts}x{division.n_parts} tile {division.tile.m}x{division.tile.n}"
 
 
 def epilogue_options(

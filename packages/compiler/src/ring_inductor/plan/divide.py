@@ -15,7 +15,7 @@ from typing import Literal
 
 from .cost import DEFAULT_COST, CostModel
 from .graph import DTYPE_BYTES, Graph, Op, OpKind
-from .tiling import ACCUMULATOR_BYTES, MatmulTile, TilingError, matmul_tile
+from .tiling import ACCUMULATOR_BYTES, EpilogueRoom, MatmulTile, TilingError, matmul_tile
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +73,14 @@ def mandatory_splits(graph: Graph, cost: CostModel = DEFAULT_COST) -> dict[str, 
 
 
 def matmul_candidates(
-    graph: Graph, op: Op, splits: dict[str, TensorSplit], cost: CostModel = DEFAULT_COST
+    graph: Graph,
+    op: Op,
+    splits: dict[str, TensorSplit],
+    cost: CostModel = DEFAULT_COST,
+    epilogue: EpilogueRoom | None = None,
 ) -> list[MatmulDivision]:
-    """Every division the cost model can price for `op`, cheapest first."""
+    """Every division the cost model can price for `op`, cheapest first; with a fused `epilogue`, those whose tiles
+    leave it room."""
     (m, k), n = graph.tensors[op.inputs[0]].shape, graph.tensors[op.inputs[1]].shape[1]
     itemsize = DTYPE_BYTES[graph.tensors[op.inputs[0]].dtype]
     split = splits.get(op.inputs[0])
@@ -87,11 +92,11 @@ def matmul_candidates(
         if n % n_parts or m_parts < minimum:
             continue
         try:
-            tile = matmul_tile(m // m_parts, n // n_parts, k, cost.scratchpad, cost.stick, itemsize)
+            tile = matmul_tile(m // m_parts, n // n_parts, k, cost.scratchpad, cost.stick, itemsize, epilogue=epilogue)
         except TilingError:
             continue
         found.append(_grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost))
-    ring = _ring(op.name, m, n, k, minimum, itemsize, cost)
+    ring = _ring(op.name, m, n, k, minimum, itemsize, cost, epilogue)
     if ring is not None:
         found.append(ring)
     within = [d for d in found if core_span(d, m, n, k, itemsize, cost.cores) <= cost.span]
@@ -126,25 +131,32 @@ def _grid(
 RING_MAX_K = 512
 
 
-def ring_tile(rows: int, cols: int, k: int, cost: CostModel, itemsize: int) -> MatmulTile | None:
+def ring_tile(
+    rows: int, cols: int, k: int, cost: CostModel, itemsize: int, epilogue: EpilogueRoom | None = None
+) -> MatmulTile | None:
     """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk.
 
     Besides the accumulator a core holds two pieces rotating, two of its own (this step's and the prefetched next),
-    two right-operand chunks and two output pieces being stored.
+    two right-operand chunks and two output pieces being stored (and a fused `epilogue`'s tiles).
     """
     stick_elems = cost.stick // itemsize
     piece = rows // cost.cores
+    extra = epilogue(piece, cols) if epilogue is not None else 0
+    if extra is None:
+        return None
     for chunk in (c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0):
         tile = MatmulTile(piece, cols, chunk, 4, itemsize)
         if not tile.whole_sticks(cost.stick):
             continue
         footprint = rows * cols * ACCUMULATOR_BYTES + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES
-        if footprint + cost.stick_bytes(piece * cols * itemsize) <= cost.scratchpad:
+        if footprint + cost.stick_bytes(piece * cols * itemsize) + extra <= cost.scratchpad:
             return tile
     return None
 
 
-def _ring(name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: CostModel) -> MatmulDivision | None:
+def _ring(
+    name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: CostModel, epilogue: EpilogueRoom | None
+) -> MatmulDivision | None:
     """The ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less re-reading)."""
     cores = cost.cores
     if n % cores:
@@ -154,7 +166,7 @@ def _ring(name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: 
         if minimum > 1 and blocks % minimum:
             continue
         rows = m // blocks
-        tile = ring_tile(rows, cols, k, cost, itemsize)
+        tile = ring_tile(rows, cols, k, cost, itemsize, epilogue)
         if tile is None:
             continue
         traffic = (m * k + blocks * k * n + m * n) * itemsize

@@ -10,14 +10,74 @@ K-chunk), cast once to fp16.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 
 from .divide import MatmulDivision, TensorSplit
 from .emit import Emitted, Tiles, compute, dma_in, dma_out, document, recv, send
 from .graph import Graph, Op
-from .tiling import TilingError
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """How a division stores its output: [tm, tn] tiles, one contiguous tile each, in row-tile-major order (grid)
+    or column-tile-major (ring: each core's band of columns)."""
+
+    tm: int
+    tn: int
+    row_tiles: int
+    col_tiles: int
+    cols_first: bool
+    #: output tiles the division's footprint leaves for rounding and storing (two: one stores while one fills)
+    out_slots: int
+
+    def index(self, row_tile: int, col_tile: int) -> int:
+        """The tile's place among the output's tiles in device memory."""
+        if self.cols_first:
+            return col_tile * self.row_tiles + row_tile
+        return row_tile * self.col_tiles + col_tile
+
+
+class TileEpilogue(Protocol):
+    """What a division does with each output tile's fp32 accumulator: round it and store it, or run fused
+    consumers on it first, with operands and outputs of their own."""
+
+    def buffers(self) -> dict[str, dict[str, Any]]:
+        """The program buffers the epilogue reads and writes besides the matmul's operands."""
+        ...
+
+    def place(self, tiles: Tiles, grid: TileGrid) -> None:
+        """Add the epilogue's tiles (the rounded product among them) to a core's tile table."""
+        ...
+
+    def code(self, row_tile: int, col_tile: int, acc: str) -> list[dict[str, Any]]:
+        """The instructions that finish output tile (`row_tile`, `col_tile`) from the accumulator `acc`."""
+        ...
+
+
+class Unary:
+    """The product rounded once, the unary `fns` applied in place, and the result stored as the matmul's output,
+    the division's output tiles taken in turn."""
+
+    def __init__(self, fns: Sequence[str], out: str, dtype: str, itemsize: int) -> None:
+        self.fns, self.out, self.dtype, self.itemsize = fns, out, dtype, itemsize
+        self.turn = 0
+
+    def buffers(self) -> dict[str, dict[str, Any]]:
+        return {}
+
+    def place(self, tiles: Tiles, grid: TileGrid) -> None:
+        self.grid = grid
+        for slot in range(grid.out_slots):
+            tiles.add(f"o{slot}", self.dtype, [grid.tm, grid.tn])
+
+    def code(self, row_tile: int, col_tile: int, acc: str) -> list[dict[str, Any]]:
+        out, grid = f"o{self.turn % self.grid.out_slots}", self.grid
+        self.turn += 1
+        code = [compute("cast", [acc], out), *(compute(fn, [out], out) for fn in self.fns)]
+        return [*code, dma_out(out, self.out, grid.index(row_tile, col_tile) * grid.tm * grid.tn * self.itemsize)]
 
 
 def emit_matmul(
@@ -26,27 +86,31 @@ def emit_matmul(
     division: MatmulDivision,
     split: TensorSplit | None,
     cores: int = 32,
-    epilogue: Sequence[str] = (),
+    epilogue: Sequence[str] | TileEpilogue = (),
 ) -> Emitted:
     """The program for `op` as `division` says, with the left operand in `split.parts` buffers; a grid division
-    applies the unary `epilogue` fns to each output tile before it is stored (a fused consumer)."""
+    applies the unary `epilogue` fns (or a whole `TileEpilogue`) to each output tile (a fused consumer)."""
     left, right, out = (graph.tensors[name] for name in (*op.inputs, op.output))
     (m, k_total), n = left.shape, right.shape[1]
     parts = split.parts if split is not None else 1
     dtype = left.dtype
     names = (left.name, right.name, out.name)
+    unary = not hasattr(epilogue, "code")
+    if unary:
+        epilogue = Unary(tuple(epilogue), out.name, out.dtype, torch.empty(0, dtype=getattr(torch, out.dtype)).itemsize)
     if division.scheme == "ring":
-        if epilogue:
-            raise TilingError("the ring scheme stores accumulators piecewise: fuse an epilogue into a grid division")
-        programs, a_pack, b_pack, c_read = _ring(m, n, k_total, division, parts, dtype, cores, *names)
+        programs, a_pack, b_pack, c_read = _ring(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
     else:
-        programs, a_pack, b_pack, c_read = _grid(m, n, k_total, division, parts, dtype, cores, *names, epilogue)
+        programs, a_pack, b_pack, c_read = _grid(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
     part_rows = m // parts
     buffers: dict[str, Any] = {
         f"{left.name}.{p}": {"dtype": dtype, "shape": [part_rows * k_total]} for p in range(parts)
     }
     buffers[right.name] = {"dtype": dtype, "shape": [k_total * n]}
-    buffers[out.name] = {"dtype": out.dtype, "shape": [m * n]}
+    if unary:
+        buffers[out.name] = {"dtype": out.dtype, "shape": [m * n]}
+    else:
+        buffers.update(epilogue.buffers())
     emitted = Emitted(document(f"{op.name}_{division.scheme}", buffers, programs))
     emitted.layouts[left.name] = [
         (f"{left.name}.{p}", lambda t, p=p: a_pack(t[p * part_rows : (p + 1) * part_rows])) for p in range(parts)
@@ -58,11 +122,20 @@ def emit_matmul(
 
 
 def _ring(
-    m: int, n: int, k_total: int, division: MatmulDivision, parts: int, dtype: str, cores: int, a: str, b: str, out: str
+    m: int,
+    n: int,
+    k_total: int,
+    division: MatmulDivision,
+    parts: int,
+    dtype: str,
+    cores: int,
+    a: str,
+    b: str,
+    epilogue: TileEpilogue,
 ):
     tile = division.tile
     blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
-    rows, chunks, per_part = m // blocks, k_total // tile.k, blocks // parts
+    chunks, per_part = k_total // tile.k, blocks // parts
     itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
     steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
     programs = []
@@ -76,7 +149,7 @@ def _ring(
             rhs.append(tiles.add(f"b{s}", dtype, [k, cols]))
             tiles.add(f"b{s}.0", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"])
             tiles.add(f"b{s}.1", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"] + k // 2 * cols * itemsize)
-        outs = [tiles.add(f"o{s}", dtype, [piece, cols]) for s in range(2)]
+        epilogue.place(tiles, TileGrid(piece, cols, m // piece, cores, cols_first=True, out_slots=2))
 
         def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
             """The DMAs of step `index`: this core's own piece, then the two halves of its right-operand chunk."""
@@ -112,9 +185,7 @@ def _ring(
                     code.append(recv((core - 1) % cores, slot))
             if chunk == chunks - 1:
                 for p in range(cores):
-                    target = outs[p % 2]
-                    code.append(compute("cast", [acc[p]], target))
-                    code.append(dma_out(target, out, ((core * m) + block * rows + p * piece) * cols * itemsize))
+                    code += epilogue.code(block * cores + p, core, acc[p])
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
@@ -139,8 +210,7 @@ def _grid(
     cores: int,
     a: str,
     b: str,
-    out: str,
-    epilogue: Sequence[str],
+    epilogue: TileEpilogue,
 ):
     tile = division.tile
     tm, tn, k = tile.m, tile.n, tile.k
@@ -155,7 +225,7 @@ def _grid(
         acc = tiles.add("acc", "float32", [tm, tn])
         lhs = [tiles.add(f"a{s}", dtype, [tm, k]) for s in range(2)]
         rhs = [tiles.add(f"b{s}", dtype, [k, tn]) for s in range(2)]
-        result = tiles.add("o", dtype, [tm, tn])
+        epilogue.place(tiles, TileGrid(tm, tn, row_tiles, col_tiles, cols_first=False, out_slots=1))
         code: list[dict[str, Any]] = []
         turn = 0
         for rt in range(i * block_rows // tm, (i + 1) * block_rows // tm):
@@ -170,9 +240,7 @@ def _grid(
                         code.append(compute("mm", [left, right], acc))
                     else:
                         code.append(compute("addmm", [acc, left, right], acc))
-                code.append(compute("cast", [acc], result))
-                code += [compute(fn, [result], result) for fn in epilogue]
-                code.append(dma_out(result, out, (rt * col_tiles + ct) * tm * tn * itemsize))
+                code += epilogue.code(rt, ct, acc)
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 from .graph import DTYPE_BYTES
 
+#: bytes of the tiles a fused epilogue adds to an m x n output tile (None: that tile cannot carry it)
+EpilogueRoom = Callable[[int, int], int | None]
+
 ACCUMULATOR_BYTES = DTYPE_BYTES["float32"]
 
 
@@ -55,9 +58,18 @@ class MatmulTile:
 
 
 def matmul_tile(
-    m: int, n: int, k_total: int, capacity: int, stick: int, itemsize: int = 2, slots: int = 2, max_k: int = 256
+    m: int,
+    n: int,
+    k_total: int,
+    capacity: int,
+    stick: int,
+    itemsize: int = 2,
+    slots: int = 2,
+    max_k: int = 256,
+    epilogue: EpilogueRoom | None = None,
 ) -> MatmulTile:
-    """The largest accumulator (a divisor tile of m x n, balanced) and then the largest K-chunk that fit.
+    """The largest accumulator (a divisor tile of m x n, balanced) and then the largest K-chunk that fit, beside the
+    `epilogue`'s tiles when one is fused.
 
     K-chunks are whole sticks of K (64 fp16 elements) and divide `k_total`; larger chunks amortise the per-instruction
     issue cost and DMA latency, bounded by `max_k` so the software pipeline has enough steps to overlap.
@@ -67,16 +79,20 @@ def matmul_tile(
     best: MatmulTile | None = None
     for tm in _divisors(m, stick_elems):
         for tn in _divisors(n, stick_elems):
+            extra = epilogue(tm, tn) if epilogue is not None else 0
+            if extra is None:
+                continue
             for k in ks:
                 tile = MatmulTile(tm, tn, k, slots, itemsize)
                 if not tile.whole_sticks(stick):
                     continue
-                if tile.footprint(stick) <= capacity:
+                if tile.footprint(stick) + extra <= capacity:
                     if best is None or _score(tile) > _score(best):
                         best = tile
                     break
     if best is None:
-        raise TilingError(f"no matmul tile of a {m} x {n} output with K {k_total} fits {capacity} bytes")
+        beside = " beside its epilogue's tiles" if epilogue is not None else ""
+        raise TilingError(f"no matmul tile of a {m} x {n} output with K {k_total} fits {capacity} bytes{beside}")
     return best
 
 

@@ -1,0 +1,131 @@
+"""A planned matmul (B overflows a core) runs its pointwise consumers on each output tile of its division."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ringsim
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ring_inductor import config
+from ring_inductor.checking import compiled_kernels, compiled_run, float64_reference
+from ring_inductor.fusion_planned import blocked
+from ring_inductor.indexing import Access
+from ring_inductor.tolerance import device_bound, excess
+
+torch.manual_seed(0)
+M, K, N = 256, 512, 2048  # B is 2 MiB of fp16: more than a core's scratchpad
+X = torch.randn(M, K, dtype=torch.float16)
+W = (torch.randn(N, K) / K**0.5).half()  # nn.Linear's [out, in]
+BIAS = torch.randn(N, dtype=torch.float16)
+RESIDUAL = torch.randn(M, N, dtype=torch.float16)
+
+
+def _bound() -> Any:
+    matmul = device_bound(torch.float16, "matmul", k=K, scale=1.0)
+    return type(matmul)(2 * matmul.rtol, 2 * matmul.atol)
+
+
+def _matmul_kernels(kernels: dict[str, int]) -> list[str]:
+    return [k for k in compiled_kernels(kernels) if not k.startswith("ring_relayout_")]
+
+
+def _cycles(fn: Callable[..., Any], *inputs: torch.Tensor) -> int:
+    compiled_run(fn, *inputs)
+    compiled_run(fn, *inputs)
+    return ringsim.stats()["cycles"]["total"]
+
+
+def test_gelu_of_a_planned_linear_is_one_kernel_and_matches_float64() -> None:
+    fn = lambda x, w, b: F.gelu(F.linear(x, w, b))  # noqa: E731
+    out, kernels = compiled_run(fn, X, W, BIAS)
+    (kernel,) = _matmul_kernels(kernels)
+    assert kernel.startswith("ring_addmm_"), kernels
+    assert excess(out, float64_reference(fn, X, W, BIAS), _bound()) <= 0
+
+
+def test_a_full_operand_of_the_consumers_is_read_tile_by_tile() -> None:
+    fn = lambda x, w, r: F.silu(x @ w.t()) * r + 1  # noqa: E731
+    out, kernels = compiled_run(fn, X, W, RESIDUAL)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    assert excess(out, float64_reference(fn, X, W, RESIDUAL), _bound()) <= 0
+
+
+def test_a_planned_product_read_elsewhere_is_also_stored() -> None:
+    def fn(x: torch.Tensor, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = x @ w.t()
+        return y, torch.relu(y) * 2
+
+    (product, relu), kernels = compiled_run(fn, X, W)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    want_product, want_relu = float64_reference(fn, X, W)
+    assert excess(product, want_product, _bound()) <= 0
+    assert excess(relu, want_relu, _bound()) <= 0
+
+
+def test_a_planned_addmm_alone_adds_its_bias_in_its_own_tiles() -> None:
+    fn = lambda x, w, b: F.linear(x, w, b)  # noqa: E731
+    out, kernels = compiled_run(fn, X, W, BIAS)
+    (kernel,) = _matmul_kernels(kernels)
+    assert kernel.startswith("ring_addmm_"), kernels
+    assert excess(out, float64_reference(fn, X, W, BIAS), _bound()) <= 0
+
+
+def test_fusing_a_planned_matmul_takes_fewer_cycles_than_spilling(monkeypatch: pytest.MonkeyPatch) -> None:
+    fn = lambda x, w, b: F.gelu(F.linear(x, w, b))  # noqa: E731
+    fused = _cycles(fn, X, W, BIAS)
+    monkeypatch.setattr(config, "fuse_matmul_epilogues", False)
+    assert fused < _cycles(fn, X, W, BIAS)
+
+
+def test_the_dump_names_the_division_that_carries_the_consumers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    compiled_run(lambda x, w: torch.tanh(x @ w.t()), X, W)
+    dumped = [json.loads(f.read_text()) for f in tmp_path.glob("*.decisions.json")]
+    (verdict,) = [d["fusion"] for d in dumped if "fusion" in d]
+    assert verdict["fused"], verdict
+    assert verdict["division"]["scheme"] in ("ring", "grid"), verdict
+    assert verdict["splits"][0].endswith("carrying its consumers"), verdict
+
+
+def test_a_consumer_computing_from_its_index_spills_and_stays_correct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    fn = lambda x, w: torch.where(torch.arange(N, device=x.device) < 100, x @ w.t(), 0.0)  # noqa: E731
+    out, kernels = compiled_run(fn, X, W)
+    assert len(_matmul_kernels(kernels)) == 2, kernels
+    assert excess(out, float64_reference(fn, X, W), _bound()) <= 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.sampled_from([(64,), (4, 16), (2, 8, 4)]),
+    cols=st.sampled_from([(32,), (4, 8)]),
+    tile=st.sampled_from([(4, 8), (16, 4), (2, 32), (64, 32)]),
+    cols_first=st.booleans(),
+    groups=st.sampled_from([1, 2, 4]),
+    transposed=st.booleans(),
+)
+def test_a_blocked_view_holds_the_tiles_in_the_divisions_order(rows, cols, tile, cols_first, groups, transposed):
+    # a tensor over [64, 32] stored row-major or transposed, indexed through row dims and col dims as a kernel sees it
+    m, n = math.prod(rows), math.prod(cols)
+    base = torch.arange(m * n * 2).reshape(-1)
+    matrix = base[5 : 5 + m * n].reshape(n, m).t() if transposed else base[5 : 5 + m * n].reshape(m, n)
+    view = matrix.reshape(*rows, *cols) if not transposed else matrix.unflatten(0, rows).unflatten(-1, cols)
+    access = Access("full", tuple(view.shape), tuple(view.stride()), view.storage_offset())
+    tm, tn = tile
+    row_tiles = m // tm
+    if row_tiles % groups:
+        return
+    got = blocked(access, n, tile, cols_first=cols_first, row_groups=groups)
+    actual = torch.as_strided(base, got.sizes, got.strides, got.offset).reshape(-1)
+    tiles = matrix.reshape(row_tiles // groups, groups, tm, n // tn, tn).permute(1, 0, 3, 2, 4)
+    if cols_first:
+        tiles = tiles.permute(0, 2, 1, 3, 4)
+    assert torch.equal(actual, tiles.reshape(-1))
