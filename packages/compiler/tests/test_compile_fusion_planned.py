@@ -129,3 +129,18 @@ def test_a_blocked_view_holds_the_tiles_in_the_divisions_order(rows, cols, tile,
     if cols_first:
         tiles = tiles.permute(0, 2, 1, 3, 4)
     assert torch.equal(actual, tiles.reshape(-1))
+
+
+def test_a_bias_band_narrower_than_a_stick_is_repeated_onto_whole_sticks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the ring scheme gives each core 1024 / 32 = 32 columns: a 64-byte band of the fp16 bias, stored twice over so
+    # that each core's band starts on a stick
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    x, w, b = X[:128, :].repeat(1, 2), (torch.randn(1024, 1024) / 32).half(), torch.randn(1024, dtype=torch.float16)
+    fn = lambda x, w, b: torch.sigmoid(F.linear(x, w, b))  # noqa: E731
+    out, kernels = compiled_run(fn, x, w, b)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    assert excess(out, float64_reference(fn, x, w, b), _bound()) <= 0
+    (dumped,) = [json.loads(f.read_text()) for f in tmp_path.glob("ring_addmm_*.decisions.json")]
+    assert dumped["fusion"]["division"]["scheme"] == "ring", dumped["fusion"]
+    (bias,) = [op for op in dumped["operands"] if op["name"] == "mm_bias"]
+    assert (bias["sizes"], bias["strides"]) == ([32, 2, 32], [32, 0, 1]), bias

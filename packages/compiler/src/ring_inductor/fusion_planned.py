@@ -41,6 +41,16 @@ def _kind(operand: Operand) -> str:
     return "full" if operand.access.kind in ("gather", "scatter") else operand.access.kind
 
 
+def _repeats(operand: Operand, tm: int, tn: int) -> int:
+    """How many times each tile of a row or column operand is repeated in its buffer so that every tile starts on a
+    stick (a 32-column band of fp16 is 64 bytes); 1 for the others."""
+    kind = _kind(operand)
+    if kind not in ("row", "col"):
+        return 1
+    nbytes = (tm if kind == "row" else tn) * operand.dtype.itemsize
+    return STICK // math.gcd(nbytes, STICK)
+
+
 class _Epilogue:
     """The consumers' steps on one output tile: the `TileEpilogue` a fused division runs."""
 
@@ -57,10 +67,10 @@ class _Epilogue:
         return loaded + results
 
     def buffers(self) -> dict[str, dict[str, Any]]:
-        rows, cols = self.graph.rows, self.graph.cols
-        shapes = {"full": [rows * cols], "row": [rows, 1], "col": [cols], "scalar": [1]}
+        rows, cols, grid = self.graph.rows, self.graph.cols, self.grid
+        elements = {"full": rows * cols, "row": rows, "col": cols, "scalar": 1}
         return {
-            op.name: {"dtype": dtype_name(op.dtype), "shape": shapes[_kind(op)]}
+            op.name: {"dtype": dtype_name(op.dtype), "shape": [elements[_kind(op)] * _repeats(op, grid.tm, grid.tn)]}
             for op in self.graph.operands
             if op.name not in MATMUL_OPERANDS
         }
@@ -73,8 +83,9 @@ class _Epilogue:
             tiles.add(name, dtype_name(dtype), shape)
 
     def _offset(self, operand: Operand, row_tile: int, col_tile: int) -> int:
-        grid, size = self.grid, operand.dtype.itemsize
+        grid = self.grid
         tm, tn = grid.tm, grid.tn
+        size = operand.dtype.itemsize * _repeats(operand, tm, tn)
         return {
             "full": grid.index(row_tile, col_tile) * tm * tn * size,
             "row": row_tile * tm * size,
@@ -120,7 +131,7 @@ def room(graph: KernelGraph) -> EpilogueRoom:
 
     def extra(tm: int, tn: int) -> int | None:
         moved = [*epilogue.loads, *(op for op, _ in graph.stores)]
-        if any(math.prod(_shape(_kind(op), tm, tn)) * op.dtype.itemsize % STICK for op in moved):
+        if any(math.prod(_shape(_kind(op), tm, tn)) * op.dtype.itemsize * _repeats(op, tm, tn) % STICK for op in moved):
             return None
         tiles = sum(align(math.prod(shape) * dtype.itemsize) for _, dtype, shape in epilogue.tiles(tm, tn))
         return tiles - align(tm * tn * itemsize)
@@ -176,6 +187,13 @@ def blocked(
     return Access(kind, tuple(s for s, _ in dims), tuple(st for _, st in dims), access.offset)
 
 
+def _repeated(access: Access, tile: int, repeats: int) -> Access:
+    """A row or column operand's view with each `tile` elements repeated `repeats` times (a stride-0 dim)."""
+    tiles, inner = _cut(list(zip(access.sizes, access.strides, strict=True)), tile)
+    dims = [*tiles, (repeats, 0), *inner]
+    return Access("gather", tuple(s for s, _ in dims), tuple(st for _, st in dims), access.offset)
+
+
 def _part(access: Access, parts: int, part: int) -> Access:
     """Rows part `part` of `parts` of a 2-D access."""
     (rows, cols), (row_stride, col_stride) = access.sizes, access.strides
@@ -198,9 +216,11 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
     for op in graph.operands:
         if op.name in MATMUL_OPERANDS:
             continue
-        access = op.access
+        access, repeats = op.access, _repeats(op, tile.m, tile.n)
         if _kind(op) == "full":
             access = blocked(access, n, (tile.m, tile.n), cols_first=ring, store=op.is_output)
+        elif repeats > 1:
+            access = _repeated(access, tile.m if _kind(op) == "row" else tile.n, repeats)
         operands.append(Operand(op.name, op.buffer, op.dtype, access, op.is_output))
     return operands
 
