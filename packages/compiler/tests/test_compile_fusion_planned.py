@@ -131,7 +131,9 @@ def test_a_blocked_view_holds_the_tiles_in_the_divisions_order(rows, cols, tile,
     assert torch.equal(actual, tiles.reshape(-1))
 
 
-def test_a_bias_band_narrower_than_a_stick_is_repeated_onto_whole_sticks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bias_band_narrower_than_a_stick_is_repeated_onto_whole_sticks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the ring scheme gives each core 1024 / 32 = 32 columns: a 64-byte band of the fp16 bias, stored twice over so
     # that each core's band starts on a stick
     monkeypatch.setattr(config, "dump_dir", str(tmp_path))
