@@ -146,3 +146,12 @@ def test_a_bias_band_narrower_than_a_stick_is_repeated_onto_whole_sticks(
     assert dumped["fusion"]["division"]["scheme"] == "ring", dumped["fusion"]
     (bias,) = [op for op in dumped["operands"] if op["name"] == "mm_bias"]
     assert (bias["sizes"], bias["strides"]) == ([32, 2, 32], [32, 0, 1]), bias
+
+
+def test_a_row_operand_of_the_consumers_is_read_piece_by_piece() -> None:
+    # a scale per row: the ring scheme's pieces are 256 / 32 = 8 rows, 16 bytes of fp16, repeated onto a stick
+    scale = torch.randn(M, dtype=torch.float16)
+    fn = lambda x, w, s: torch.relu(x @ w.t()) * s[:, None]  # noqa: E731
+    out, kernels = compiled_run(fn, X, W, scale)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    assert excess(out, float64_reference(fn, X, W, scale), _bound()) <= 0

@@ -187,9 +187,18 @@ def blocked(
     return Access(kind, tuple(s for s, _ in dims), tuple(st for _, st in dims), access.offset)
 
 
-def _repeated(access: Access, tile: int, repeats: int) -> Access:
+def _own_dims(access: Access, rows: int, cols: int) -> Dims:
+    """A row or column operand's own dims, without the broadcast (stride-0) dims of the kernel's other axis."""
+    dims = list(zip(access.sizes, access.strides, strict=True))
+    if math.prod(access.sizes) == (cols if access.kind == "col" else rows):
+        return dims
+    row_dims, col_dims = _rows_and_cols(access, cols)
+    return col_dims if access.kind == "col" else row_dims
+
+
+def _repeated(access: Access, space: tuple[int, int], tile: int, repeats: int) -> Access:
     """A row or column operand's view with each `tile` elements repeated `repeats` times (a stride-0 dim)."""
-    tiles, inner = _cut(list(zip(access.sizes, access.strides, strict=True)), tile)
+    tiles, inner = _cut(_own_dims(access, *space), tile)
     dims = [*tiles, (repeats, 0), *inner]
     return Access("gather", tuple(s for s, _ in dims), tuple(st for _, st in dims), access.offset)
 
@@ -220,7 +229,7 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
         if _kind(op) == "full":
             access = blocked(access, n, (tile.m, tile.n), cols_first=ring, store=op.is_output)
         elif repeats > 1:
-            access = _repeated(access, tile.m if _kind(op) == "row" else tile.n, repeats)
+            access = _repeated(access, (graph.rows, n), tile.m if _kind(op) == "row" else tile.n, repeats)
         operands.append(Operand(op.name, op.buffer, op.dtype, access, op.is_output))
     return operands
 
