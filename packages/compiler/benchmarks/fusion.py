@@ -30,17 +30,17 @@ from ring_inductor.tolerance import max_relative_error
 Case = tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]
 
 
-def _block(dim: int, tokens: int) -> Case:
+def _block(dim: int, heads: int, tokens: int) -> Case:
     """A transformer block: qkv, the projection plus the residual, the MLP's up projection plus GELU, its down
     projection plus the residual (dim 256: every weight fits a core; dim 1024: none does)."""
-    block = TransformerBlock(dim, dim // 64).half().eval()
+    block = TransformerBlock(dim, heads).half().eval()
     x = torch.randn(4, tokens, dim, dtype=torch.float16)
     reference = copy.deepcopy(block).double()
     on_ring = block.to("ring")
     return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))
 
 
-def _cases(rows: int, tokens: int) -> dict[str, Case]:
+def _cases(rows: int, tokens: int, wide_tokens: int) -> dict[str, Case]:
     torch.manual_seed(0)
     x = torch.randn(rows, 512, dtype=torch.float16)
     up, gate = ((torch.randn(1024, 512) / 23).half() for _ in range(2))
@@ -60,8 +60,8 @@ def _cases(rows: int, tokens: int) -> dict[str, Case]:
         (wide, big_up, torch.randn(4096, dtype=torch.float16)),
     )
     cases = {name: (fn, inputs, lambda *t, fn=fn: float64_reference(fn, *t)) for name, (fn, inputs) in cases.items()}
-    cases[f"block dim 256, 4 x {tokens} tokens"] = _block(256, tokens)
-    cases[f"block dim 1024, 4 x {tokens // 4} tokens, planned"] = _block(1024, tokens // 4)
+    cases[f"block dim 256, 4 x {tokens} tokens"] = _block(256, 4, tokens)
+    cases[f"block dim 1024, 4 x {wide_tokens} tokens, planned"] = _block(1024, 8, wide_tokens)
     return cases
 
 
@@ -88,12 +88,14 @@ def _run(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], fuse: bool) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusion.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1,024 rows, not 8,192; 256 tokens a block, not 512")
+    parser.add_argument(
+        "--quick", action="store_true", help="1,024 rows, not 8,192; 256 and 64 tokens a block, not 512 and 512"
+    )
     args = parser.parse_args(argv)
     print(f"{'case':<42}{'':>8}{'kernels':>8}{'cycles':>11}{'compute':>10}{'memory':>10}{'comm':>7}{'bytes':>13}"
           f"{'compute share':>15}{'bound share':>13}{'max err':>10}")  # fmt: skip
     try:
-        for name, (fn, inputs, reference_of) in _cases(*((1024, 256) if args.quick else (8192, 512))).items():
+        for name, (fn, inputs, reference_of) in _cases(*((1024, 256, 64) if args.quick else (8192, 512, 512))).items():
             with torch.no_grad():
                 reference = reference_of(*inputs)
             runs = {fuse: _run(fn, inputs, fuse) for fuse in (False, True)}
