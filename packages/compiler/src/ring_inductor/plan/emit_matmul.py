@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
@@ -80,6 +80,21 @@ class Unary:
         return [*code, dma_out(out, self.out, grid.index(row_tile, col_tile) * grid.tm * grid.tn * self.itemsize)]
 
 
+class _Job(NamedTuple):
+    """What either scheme's emitter needs: the shapes, the division, the left operand's parts, the buffers."""
+
+    m: int
+    n: int
+    k_total: int
+    division: MatmulDivision
+    parts: int
+    dtype: str
+    cores: int
+    a: str
+    b: str
+    epilogue: TileEpilogue
+
+
 def emit_matmul(
     graph: Graph,
     op: Op,
@@ -98,10 +113,8 @@ def emit_matmul(
     unary = not hasattr(epilogue, "code")
     if unary:
         epilogue = Unary(tuple(epilogue), out.name, out.dtype, torch.empty(0, dtype=getattr(torch, out.dtype)).itemsize)
-    if division.scheme == "ring":
-        programs, a_pack, b_pack, c_read = _ring(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
-    else:
-        programs, a_pack, b_pack, c_read = _grid(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
+    job = _Job(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
+    programs, a_pack, b_pack, c_read = (_ring if division.scheme == "ring" else _grid)(job)
     part_rows = m // parts
     buffers: dict[str, Any] = {
         f"{left.name}.{p}": {"dtype": dtype, "shape": [part_rows * k_total]} for p in range(parts)
@@ -121,18 +134,8 @@ def emit_matmul(
     return emitted
 
 
-def _ring(
-    m: int,
-    n: int,
-    k_total: int,
-    division: MatmulDivision,
-    parts: int,
-    dtype: str,
-    cores: int,
-    a: str,
-    b: str,
-    epilogue: TileEpilogue,
-):
+def _ring(job: _Job):
+    m, _, k_total, division, parts, dtype, cores, a, b, epilogue = job
     tile = division.tile
     blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
     chunks, per_part = k_total // tile.k, blocks // parts
@@ -200,18 +203,8 @@ def _ring(
     return programs, pack_a, pack_b, read_c
 
 
-def _grid(
-    m: int,
-    n: int,
-    k_total: int,
-    division: MatmulDivision,
-    parts: int,
-    dtype: str,
-    cores: int,
-    a: str,
-    b: str,
-    epilogue: TileEpilogue,
-):
+def _grid(job: _Job):
+    m, n, k_total, division, parts, dtype, cores, a, b, epilogue = job
     tile = division.tile
     tm, tn, k = tile.m, tile.n, tile.k
     block_rows, block_cols = m // division.m_parts, n // division.n_parts
