@@ -3,8 +3,9 @@
 The planning layer's divisions accumulate [tm, tn] output tiles over K-chunks in fp32: a grid gives each core a
 block of them, the ring scheme a band of columns, one piece of rows at a time. Fused, each accumulator is rounded
 once into the product's tile (addmm's bias added on the way) and the consumers' steps run on that tile before
-anything is stored; their operands arrive per tile (a [tm, tn] block of a full operand, a tn slice of a column, a
-tm slice of a row, a scalar), and their results leave per tile. Every tile-sized operand and output is bound
+anything is stored; their operands arrive per tile (a [tm, tn] block of a full operand, a tn slice of a column or
+a tm slice of a row, repeated onto whole sticks where narrower than one, a scalar), and their results leave per
+tile. Every tile-sized operand and output is bound
 through a blocked view of its tensor in the division's tile order, which the kernel's relayout programs make
 contiguous before the launch and write back after, so each DMA moves one contiguous tile, as the matmul's own
 blocked operands do.
