@@ -197,7 +197,7 @@ def cooptimization(quick: bool) -> None:
     graph.pointwise("gelu", "gelu", ["u"], "g")
     graph.outputs = ["g"]
     candidates = divide.divide(graph).considered["up"]
-    options, grids = epilogue_options(graph, candidates)
+    options, divisions = epilogue_options(graph, candidates)
     alone = cooptimize.independent(options.splits, options.edges)
     together = cooptimize.beam(options.splits, options.edges)
     exact = cooptimize.exhaustive(options.splits, options.edges, seconds=5.0)
@@ -212,7 +212,7 @@ def cooptimization(quick: bool) -> None:
     x, w1 = torch.randn(m, d, generator=generator).half(), torch.randn(d, h, generator=generator).half()
     reports = {}
     for label, result in (("independent", alone), ("coordinated", together)):
-        division = grids[result.splits[0].key]
+        division = divisions[result.splits[0].key]
         fused = result.edges[0].transition == "resident"
         emitted = emit_matmul(graph, graph.ops[0], division, None, epilogue=["gelu"] if fused else [])
         if not fused:

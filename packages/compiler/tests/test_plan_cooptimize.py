@@ -68,13 +68,13 @@ def test_a_matmul_with_an_elementwise_consumer_is_fused_when_coordinated():
     graph.tensor("w", (512, 2048))
     graph.matmul("up", "x", "w", "u")
     graph.pointwise("gelu", "gelu", ["u"], "g")
-    options, grids = epilogue_options(graph, divide.divide(graph).considered["up"])
+    options, divisions = epilogue_options(graph, divide.divide(graph).considered["up"])
     alone = cooptimize.independent(options.splits, options.edges)
     together = cooptimize.beam(options.splits, options.edges)
     assert alone.splits[1].key == FLAT
     assert alone.edges[0].transition == "spill"
     assert together.edges[0].transition == "resident"
-    assert together.splits[1].key == together.splits[0].key in grids
+    assert together.splits[1].key == together.splits[0].key in divisions
     assert together.cycles < alone.cycles
 
 

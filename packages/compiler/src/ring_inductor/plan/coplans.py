@@ -1,8 +1,8 @@
 """The co-optimiser's choices for the two-op kernels the planner emits, priced by the cost model.
 
-- A matmul feeding an elementwise op: the matmul's grid divisions, and for the consumer either its own flat split
-  (a separate pass: the product spills through device memory) or the producer's split (fused into the matmul's
-  output tiles: resident).
+- A matmul feeding an elementwise op: the matmul's divisions (ring or grid), and for the consumer either its own
+  flat split (a separate pass: the product spills through device memory) or the producer's split (fused into the
+  matmul's output tiles: resident).
 - A row-wise producer feeding a last-dim reduction whose fp16 [rows, 1] result is stored in whole sticks (64 rows
   at a time): adopting the producer's equal row blocks is possible only when they are whole sticks; otherwise the
   missing rows come from the next core over the ring, or through device memory.
@@ -33,19 +33,20 @@ def division_key(division: MatmulDivision) -> str:
 def epilogue_options(
     graph: Graph, divisions: tuple[MatmulDivision, ...], cost: CostModel = DEFAULT_COST
 ) -> tuple[Options, dict[str, MatmulDivision]]:
-    """Options for graph = matmul -> elementwise; `divisions` are the matmul's candidates (grid ones are used)."""
+    """Options for graph = matmul -> elementwise; `divisions` are the matmul's candidates, ring or grid, each of
+    which can carry the consumer on its output tiles (`emit_matmul`'s epilogue)."""
     product = graph.tensors[graph.ops[0].output]
-    grids = {division_key(d): d for d in divisions if d.scheme == "grid"}
-    producer = [Split(key, key, d.estimate) for key, d in grids.items()]
+    by_key = {division_key(d): d for d in divisions}
+    producer = [Split(key, key, d.estimate) for key, d in by_key.items()]
     # as a kernel of its own, an elementwise op costs the same on any even split: one read and one write of it
     alone = cost.memory(2 * product.nbytes) + cost.vector(product.numel // cost.cores)
-    consumers = [Split(FLAT, FLAT, alone), *(Split(f"adopt {key}", key, alone) for key in grids)]
+    consumers = [Split(FLAT, FLAT, alone), *(Split(f"adopt {key}", key, alone) for key in by_key)]
     vector = cost.vector(product.numel // cost.cores)
 
     def fused(first: Split, second: Split) -> float | None:
-        """Fused into the output tiles the division already holds, the consumer's own pass (its read and write)
-        disappears: only its vector work remains."""
-        return vector - alone if grids[first.key].tile.footprint(cost.stick) <= cost.scratchpad else None
+        """Fused into the output tiles the division already holds (in place: no tile more), the consumer's own
+        pass (its read and write) disappears: only its vector work remains."""
+        return vector - alone
 
     def spill(first: Split, second: Split) -> float:
         """Unfused, the product is stored by the matmul and read by the consumer's pass (both already priced):
@@ -53,7 +54,7 @@ def epilogue_options(
         return cost.barrier
 
     edge = hand_over(fused, spill, lambda first, second: None)
-    return Options([producer, consumers], [edge]), grids
+    return Options([producer, consumers], [edge]), by_key
 
 
 def blocked_reduction_options(
