@@ -12,9 +12,9 @@ import pytest
 import ringsim
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from ring_inductor import config
+from ring_inductor import config, fusion
 from ring_inductor.checking import compiled_kernels, compiled_run, float64_reference
 from ring_inductor.fusion_planned import blocked
 from ring_inductor.indexing import Access
@@ -95,11 +95,20 @@ def test_the_dump_names_the_division_that_carries_the_consumers(tmp_path: Path, 
     assert verdict["splits"][0].endswith("carrying its consumers"), verdict
 
 
-def test_a_consumer_computing_from_its_index_spills_and_stays_correct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+def test_a_consumer_computing_from_its_index_spills_and_stays_correct(monkeypatch: pytest.MonkeyPatch) -> None:
+    verdicts: list[fusion.Choice] = []
+
+    def recorded(buffer: Any, nodes: list[Any]) -> fusion.Choice:
+        verdicts.append(choose(buffer, nodes))
+        return verdicts[-1]
+
+    choose = fusion.choose
+    monkeypatch.setattr(fusion, "choose", recorded)
     fn = lambda x, w: torch.where(torch.arange(N, device=x.device) < 100, x @ w.t(), 0.0)  # noqa: E731
     out, kernels = compiled_run(fn, X, W)
     assert len(_matmul_kernels(kernels)) == 2, kernels
+    assert verdicts, "the scheduler never offered the matmul its consumer"
+    assert all("computes from its index" in v.refused for v in verdicts), [v.refused for v in verdicts]
     assert excess(out, float64_reference(fn, X, W), _bound()) <= 0
 
 
@@ -121,8 +130,7 @@ def test_a_blocked_view_holds_the_tiles_in_the_divisions_order(rows, cols, tile,
     access = Access("full", tuple(view.shape), tuple(view.stride()), view.storage_offset())
     tm, tn = tile
     row_tiles = m // tm
-    if row_tiles % groups:
-        return
+    assume(row_tiles % groups == 0)
     got = blocked(access, n, tile, cols_first=cols_first, row_groups=groups)
     actual = torch.as_strided(base, got.sizes, got.strides, got.offset).reshape(-1)
     tiles = matrix.reshape(row_tiles // groups, groups, tm, n // tn, tn).permute(1, 0, 3, 2, 4)

@@ -3,12 +3,12 @@
 The kernel is the consumers' own row kernel over the product's [m, n] space, with the product computed in place of
 its load: each chunk of rows DMAs in its rows of A, runs the device's `mm`/`addmm` against B (loaded whole once per
 core), and the consumers' steps read the product's tile, which never reaches device memory unless something else
-reads it. When B overflows a core, the planned matmul's grid division carries the consumers instead: they run on
-each output tile (`fusion_planned`). The co-optimiser (`plan.cooptimize`) weighs that resident hand-over against the
-spill (the product stored, a barrier, a second kernel reading it back), on the cost model's figures, over the
-matmul's divisions too: a planned matmul may take a grid whose tiles leave the consumers room over its cheapest
-division alone. A product that cannot stay resident (the fused chunk or tile does not fit, the consumer reads it
-through a view or computes from its index) spills.
+reads it. When B overflows a core, the planned matmul's division (ring or grid) carries the consumers instead: they
+run on each output tile (`fusion_planned`). The co-optimiser (`plan.cooptimize`) weighs that resident hand-over
+against the spill (the product stored, a barrier, a second kernel reading it back), on the cost model's figures,
+over the matmul's divisions too: a planned matmul may take a division whose tiles leave the consumers room over its
+cheapest division alone. A product that cannot stay resident (the fused chunk or tile does not fit, the consumer reads
+it through a view or computes from its index) spills.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class Choice:
     assignment: Assignment
     #: why the product cannot stay resident ("" when it can)
     refused: str
-    #: a planned matmul's grid division that carries the consumers (None: B fits a core, or spilled)
+    #: a planned matmul's division (ring or grid) that carries the consumers (None: B fits a core, or spilled)
     division: MatmulDivision | None = None
     split: TensorSplit | None = None
 
@@ -120,14 +120,14 @@ class _Producers:
     """The matmul's candidate splits for the co-optimiser."""
 
     options: list[Split]
-    #: the divisions a consumer can adopt, by split key
-    carrying: dict[str, MatmulDivision]
+    #: the divisions a consumer can adopt, by split key (None: the whole-B row kernel, B fitting a core)
+    carrying: dict[str, MatmulDivision | None]
     split: TensorSplit | None
 
 
 def _planned(m: int, k: int, n: int, buffer: RingMatmulBuffer, graph: KernelGraph | None) -> _Producers:
-    """A planned matmul's options: its cheapest division alone (the product stored), and every grid division whose
-    tiles leave room for the consumers (`graph`, None when they cannot join)."""
+    """A planned matmul's options: its cheapest division alone (the product stored), and every ring or grid division
+    whose tiles leave room for the consumers (`graph`, None when they cannot join)."""
     plan = matmul_graph(m, k, n, dtype_name(buffer.get_dtype()))
     splits = divide.mandatory_splits(plan)
     best = divide.matmul_candidates(plan, plan.ops[0], splits)[0]
@@ -152,8 +152,7 @@ def _full_loads(graph: KernelGraph | None) -> list[Operand]:
     """The consumers' operands (a bias per element among them) read over the whole product."""
     if graph is None:
         return []
-    return [op for op in graph.operands if not op.is_output and op.access.kind in ("full", "gather")
-            and op.name not in fusion_planned.MATMUL_OPERANDS]  # fmt: skip
+    return [op for op in fusion_planned.epilogue_loads(graph) if op.access.kind in ("full", "gather")]
 
 
 def planned_bias(buffer: RingMatmulBuffer) -> Choice | None:
@@ -193,7 +192,7 @@ def choose(buffer: RingMatmulBuffer, nodes: list[Any]) -> Choice:
     if planned:
         producers = _planned(m, k, n, buffer, graph)
         if graph is not None and not producers.carrying:
-            refused = "no grid division of the planned matmul leaves its tiles room for the consumers"
+            refused = "no division of the planned matmul leaves its tiles room for the consumers"
     else:
         standalone = max(cost.matmul(m * n * k // cost.cores), cost.memory((m * k + k * n * cost.cores) * itemsize))
         producers = _Producers([Split(ROWS, ROWS, standalone)], {ROWS: None} if graph is not None else {}, None)

@@ -5,10 +5,9 @@ block of them, the ring scheme a band of columns, one piece of rows at a time. F
 once into the product's tile (addmm's bias added on the way) and the consumers' steps run on that tile before
 anything is stored; their operands arrive per tile (a [tm, tn] block of a full operand, a tn slice of a column or
 a tm slice of a row, repeated onto whole sticks where narrower than one, a scalar), and their results leave per
-tile. Every tile-sized operand and output is bound
-through a blocked view of its tensor in the division's tile order, which the kernel's relayout programs make
-contiguous before the launch and write back after, so each DMA moves one contiguous tile, as the matmul's own
-blocked operands do.
+tile. Every tile-sized operand and output is bound through a blocked view of its tensor in the division's tile
+order, which the kernel's relayout programs make contiguous before the launch and write back after, so each DMA
+moves one contiguous tile, as the matmul's own blocked operands do.
 """
 
 from __future__ import annotations
@@ -52,13 +51,18 @@ def _repeats(operand: Operand, tm: int, tn: int) -> int:
     return STICK // math.gcd(nbytes, STICK)
 
 
+def epilogue_loads(graph: KernelGraph) -> list[Operand]:
+    """The operands the consumers read besides the matmul's own (a bias, a residual, a scale)."""
+    return [op for op in graph.operands if not op.is_output and op.name not in MATMUL_OPERANDS]
+
+
 class _Epilogue:
     """The consumers' steps on one output tile: the `TileEpilogue` a fused division runs."""
 
     def __init__(self, graph: KernelGraph) -> None:
         self.graph = graph
         self.names = emit.Tiles(graph)
-        self.loads = [op for op in graph.operands if not op.is_output and op.name not in MATMUL_OPERANDS]
+        self.loads = epilogue_loads(graph)
         self.root, self.steps = graph.steps[0], graph.steps[1:]
 
     def tiles(self, tm: int, tn: int) -> list[tuple[str, Any, list[int]]]:
@@ -115,10 +119,10 @@ class _Epilogue:
 
 
 def check(graph: KernelGraph) -> None:
-    """Refuse what a grid tile cannot run: index arithmetic (a tile does not carry its position) and stores that
+    """Refuse what an output tile cannot run: index arithmetic (a tile does not carry its position) and stores that
     are not over the whole product."""
     if any(v.fn == "arange" for v in graph.steps):
-        raise UnsupportedError("a consumer computes from its index, which a planned matmul's grid tile does not carry")
+        raise UnsupportedError("a consumer computes from its index, which a planned matmul's tile does not carry")
     if any(_kind(op) != "full" or value.kind != "full" for op, value in graph.stores):
         raise UnsupportedError("a consumer stores less than the whole product")
 
@@ -127,11 +131,10 @@ def room(graph: KernelGraph) -> EpilogueRoom:
     """The scratchpad bytes the epilogue adds to a [tm, tn] output tile (None where its DMAs would leave the
     stick), for the tiling pass; the rounded product replaces the matmul's own output tile."""
     itemsize = next(op.dtype.itemsize for op in graph.operands if op.name == "mm_a")
-
     epilogue = _Epilogue(graph)
+    moved = [*epilogue.loads, *(op for op, _ in graph.stores)]
 
     def extra(tm: int, tn: int) -> int | None:
-        moved = [*epilogue.loads, *(op for op, _ in graph.stores)]
         if any(math.prod(_shape(_kind(op), tm, tn)) * op.dtype.itemsize * _repeats(op, tm, tn) % STICK for op in moved):
             return None
         tiles = sum(align(math.prod(shape) * dtype.itemsize) for _, dtype, shape in epilogue.tiles(tm, tn))

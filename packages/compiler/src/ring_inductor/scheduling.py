@@ -112,9 +112,10 @@ class RingScheduling(BaseScheduling):
         """A matmul template (`template.RingMatmulBuffer`): with the consumers the co-optimiser fused into it, or a
         planned addmm's bias, one kernel (`fusion`); else the `ring_inductor::` matmul call."""
         buffer, wrapper, epilogue = template_node.node, V.graph.wrapper_code, list(epilogue_nodes)
-        choice = fusion.choose(buffer, epilogue) if epilogue else None
-        if not epilogue and config.fuse_matmul_epilogues:
-            choice = fusion.planned_bias(buffer)
+        if epilogue:
+            choice = fusion.choose(buffer, epilogue)
+        else:
+            choice = fusion.planned_bias(buffer) if config.fuse_matmul_epilogues else None
         if choice is None:
             arguments = ", ".join(x.codegen_reference() for x in buffer.inputs)
             wrapper.writeline(f"{buffer.get_name()} = torch.ops.ring_inductor.{buffer.fn}({arguments})")

@@ -103,14 +103,14 @@ def emit_matmul(
     cores: int = 32,
     epilogue: Sequence[str] | TileEpilogue = (),
 ) -> Emitted:
-    """The program for `op` as `division` says, with the left operand in `split.parts` buffers; a grid division
+    """The program for `op` as `division` says, with the left operand in `split.parts` buffers; either scheme
     applies the unary `epilogue` fns (or a whole `TileEpilogue`) to each output tile (a fused consumer)."""
     left, right, out = (graph.tensors[name] for name in (*op.inputs, op.output))
     (m, k_total), n = left.shape, right.shape[1]
     parts = split.parts if split is not None else 1
     dtype = left.dtype
     names = (left.name, right.name, out.name)
-    unary = not hasattr(epilogue, "code")
+    unary = isinstance(epilogue, Sequence)
     if unary:
         epilogue = Unary(tuple(epilogue), out.name, out.dtype, torch.empty(0, dtype=getattr(torch, out.dtype)).itemsize)
     job = _Job(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
