@@ -27,6 +27,13 @@ PYTHON = "3.11"
 DIST = ROOT / "dist"
 WHEELHOUSE = ROOT / ".wheelhouse"
 CONSTRAINTS = DIST / "constraints.txt"
+CACHE = ROOT / ".tributary"
+# One uv cache beside the session and pipeline environments (same filesystem): uv hardlinks torch into each of them
+# from one unpacked copy instead of copying it. The pipeline's own uv calls use the same folder.
+os.environ.setdefault("UV_CACHE_DIR", str(CACHE / "uv-cache"))
+# pyproject.toml names the wheelhouse as uv's find-links for every install; uv refuses a missing folder, and only
+# `build` fills it (the driver sessions need no torch).
+WHEELHOUSE.mkdir(exist_ok=True)
 MEMBERS = read_members(ROOT)
 TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace"]
 
@@ -150,11 +157,21 @@ def ci(session: nox.Session) -> None:
     _crcr(session, "ci")
 
 
+def _install_driver(session: nox.Session) -> None:
+    """The driver (pure Python) from source, its dependencies pinned by uv.lock."""
+    pins = Path(session.create_tmp()) / "driver-constraints.txt"
+    session.run_install(
+        "uv", "export", "--frozen", "--package", "tributary-dispatch", "--no-hashes", "--no-emit-workspace",
+        "--no-header", "--output-file", str(pins), silent=True,
+    )  # fmt: skip
+    session.install("--constraint", str(pins), str(ROOT / "packages" / "dispatch"))
+
+
 def _crcr(session: nox.Session, command: str) -> None:
-    """`crcr COMMAND` on this repository's configs and cache; the driver is pure Python, installed from source."""
-    session.install(str(ROOT / "packages" / "dispatch"))
+    """`crcr COMMAND` on this repository's configs and cache."""
+    _install_driver(session)
     session.run("crcr", command, "--config", str(ROOT / "configs" / "ci.yaml"), "--repo", str(ROOT),
-                "--cache", str(ROOT / ".tributary"), *session.posargs)  # fmt: skip
+                "--cache", str(CACHE), *session.posargs)  # fmt: skip
 
 
 @nox.session(python=PYTHON)
@@ -181,5 +198,5 @@ def reproduce(session: nox.Session) -> None:
     """Rerun a recorded run exactly, from its recorded wheels: `nox -s reproduce -- .tributary/runs/RUN_ID`."""
     if not session.posargs:
         session.error("usage: nox -s reproduce -- RUN_DIR")
-    session.install(str(ROOT / "packages" / "dispatch"))
+    _install_driver(session)
     session.run("crcr", "reproduce", *session.posargs, "--repo", str(ROOT))

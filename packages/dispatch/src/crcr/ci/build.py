@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .cores import wheel_sha256, wheel_version
 from .digest import file_sha256
-from .envs import EnvError, find_uv, install, locked, python_of, venv
+from .envs import EnvError, install, locked, python_of, uv, venv
 from .model import BuildResult
 
 MANIFEST = "manifest.json"
@@ -116,11 +116,11 @@ def _git_sha(worktree: Path) -> str:
     return result.stdout.strip()
 
 
-def source_key(worktree: Path) -> str:
+def source_key(worktree: Path, rev: str = "HEAD") -> str:
     """What goes into the wheels: git's tree of `packages/` and the workspace's pyproject at this commit. Commits
     that change neither (docs, configs, top-level tests) share one build."""
     parts = []
-    for spec in ("HEAD:packages", "HEAD:pyproject.toml"):
+    for spec in (f"{rev}:packages", f"{rev}:pyproject.toml"):
         result = subprocess.run(["git", "-C", str(worktree), "rev-parse", spec], capture_output=True, text=True)
         parts.append(result.stdout.strip() if result.returncode == 0 else "")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
@@ -148,6 +148,18 @@ def _cached(out: Path, torch_sha: str) -> BuildResult | None:
     return BuildResult(ok=True, wheels=wheels, wheel_sha256=hashes, log=log, cached=True)
 
 
+def output_folder(cache: Path, key: str, torch_sha: str) -> Path:
+    """Where the build of one source key against one torch wheel lives."""
+    return cache / "builds" / f"{key[:12]}-{torch_sha[:12]}"
+
+
+def recorded(repo: Path, sha: str, torch_sha: str, cache: Path) -> tuple[Path, BuildResult | None]:
+    """The build folder of a commit against a torch wheel and its recorded result, if any; nothing is built (a dry
+    run asks this)."""
+    out = output_folder(cache, source_key(repo, sha), torch_sha)
+    return out, _cached(out, torch_sha)
+
+
 def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) -> Path:
     """The build venv for this torch wheel (`cache/buildenvs/<torch sha12>`), holding torch and the members' build
     requirements (torch's own pin dropped: the wheel given is the torch to build against); returns its python."""
@@ -166,8 +178,8 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
         if current.get("torch") != torch_sha or not python.exists():
             if path.exists():
                 shutil.rmtree(path)  # ours: an interrupted set-up
-            python = venv(path, log)
-        install(python, [str(torch_wheel), *wanted], [torch_wheel.parent], log)
+            python = venv(path, cache, log)
+        install(python, [str(torch_wheel), *wanted], cache, [torch_wheel.parent], log)
         (path / BUILDENV_KEY).write_text(json.dumps(record, indent=1) + "\n")
     return python
 
@@ -201,7 +213,7 @@ def build_backend(
     wanted = members(worktree)
     sha = _git_sha(worktree)
     torch_sha = wheel_sha256(torch_wheel)
-    out = cache / "builds" / f"{source_key(worktree)[:12]}-{torch_sha[:12]}"
+    out = output_folder(cache, source_key(worktree), torch_sha)
     with locked(cache / "builds" / f".{out.name}.lock"):
         if not force and (found := _cached(out, torch_sha)) is not None:
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
@@ -248,7 +260,7 @@ def _build(
     for member in wanted:
         begun = time.monotonic()
         log(f"build {out.name}: {member.distribution}")
-        command = [find_uv(), "build", "--no-config", "--wheel", "--no-build-isolation", "--python", str(python)]
+        command = uv(cache, "build", "--wheel", "--no-build-isolation", "--python", str(python))
         command += ["--out-dir", str(scratch), str(member.directory)]
         _clean(worktree, member.directory)
         before = set(scratch.glob("*.whl"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from crcr.ci import cores, worktrees
@@ -25,8 +26,15 @@ def backend(repo: Path, ref: str) -> Candidate:
 
 
 def core(version: str, cache: Path) -> Candidate:
+    """The core candidate, its wheel fetched into the cache the first time."""
     wheel = cores.torch_wheel(version, cache)
     return Candidate("core", version, cores.wheel_version(wheel), cores.wheel_sha256(wheel))
+
+
+def core_unfetched(version: str, cache: Path) -> Candidate:
+    """The core candidate as the wheelhouse or pip's resolution knows it, nothing fetched (a dry run)."""
+    found, sha, _fetched = cores.peek(version, cache)
+    return Candidate("core", version, found, sha)
 
 
 def suite(root: str, repo: Path, backend_sha: str) -> Candidate:
@@ -51,12 +59,18 @@ def tree_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def plan(config: CIConfig, repo: Path, cache: Path, head: str = "HEAD") -> list[Combination]:
+def plan(
+    config: CIConfig,
+    repo: Path,
+    cache: Path,
+    head: str = "HEAD",
+    core_of: Callable[[str, Path], Candidate] = core,
+) -> list[Combination]:
     """Every combination of the run, the primary first and the variants' last; a combination appears once even if
     two matrices hold it."""
     latest_backend = backend(repo, head)
     latest_backend = Candidate("backend", "HEAD", latest_backend.version, latest_backend.sha)
-    core_candidates = [core(v, cache) for v in config.cores]
+    core_candidates = [core_of(v, cache) for v in config.cores]
     latest_core = core_candidates[-1]
     latest_suite = suite(config.suite, repo, latest_backend.sha)
     found = [Combination("primary", "primary", latest_backend, latest_core, latest_suite)]
@@ -72,7 +86,7 @@ def plan(config: CIConfig, repo: Path, cache: Path, head: str = "HEAD") -> list[
         found.extend(dataclasses.replace(c, name=f"{c.name}+{variant}", variant=variant) for c in latest)
     unique: dict[tuple[str, ...], Combination] = {}
     for combination in found:
-        unique.setdefault((combination.variant, *(c.sha for c in combination.candidates())), combination)
+        unique.setdefault((combination.variant, *(c.sha or c.name for c in combination.candidates())), combination)
     return list(unique.values())
 
 

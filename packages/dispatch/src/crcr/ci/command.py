@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crcr import loop
-from crcr.ci import build, cores, envs, history, legs, runner, worktrees
+from crcr.ci import build, cores, dryrun, envs, history, legs, runner, worktrees
 from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
 from crcr.ci.isolation import IsolationError
 from crcr.ci.model import RunRecord
@@ -38,15 +38,25 @@ def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -
         config = dataclasses.replace(config, suite=args.suite)
     profile = load_profile(Path(args.config).parent, args.device or config.device)
     only = tuple(getattr(args, "only", ()))
-    return Context(Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only)
+    reuse = not getattr(args, "no_cache", False)
+    return Context(
+        Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only, reuse=reuse
+    )
 
 
 def _verdict_line(record: RunRecord, run_dir: Path) -> int:
+    """The verdict last, with where to look: the report for people, the summary for tools."""
+    print(f"report:  {run_dir / 'report.html'}")
+    print(f"summary: {run_dir / 'summary.json'}")
     print(f"{record.verdict}: {run_dir / 'report.html'}")
     return 0 if record.verdict.startswith("green") else 1
 
 
 def _ci(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        for line in dryrun.describe(_context(args, QuietProgress())):
+            print(line, flush=True)
+        return 0
     if args.payload:
         ran = loop.command(args, lambda trigger, combination: _pipeline(args, trigger, combination))
         return 0 if ran is None else _verdict_line(*ran)
@@ -121,6 +131,10 @@ def add_ci(sub: argparse._SubParsersAction) -> None:
     _options(ci)
     ci.add_argument("--only", action="append", default=[], metavar="NAME", help=f"run only this combination{EXACT}")
     ci.add_argument("--event", default="manual", help="what triggered the run, for the record")
+    ci.add_argument("--dry-run", action="store_true", help="say what would run, be built and reused; do nothing")
+    ci.add_argument(
+        "--no-cache", action="store_true", help="run every combination, even one whose inputs equal a recorded run's"
+    )
     loop.add_options(ci)
     ci.set_defaults(run=_ci)
 

@@ -3,6 +3,7 @@ requirements. A core outside it is an incompatible combination, reported as such
 
 from __future__ import annotations
 
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -13,15 +14,37 @@ from packaging.version import InvalidVersion, Version
 
 def torch_range(checkout: Path) -> SpecifierSet:
     """Every workspace member's `torch` requirement, intersected (empty: any torch)."""
-    found = SpecifierSet()
+    texts = []
     for pyproject in sorted(checkout.glob("packages/*/pyproject.toml")):
         try:
-            project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            texts.append(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
             continue  # the build reports a broken package; this only reads declared ranges
-        for text in project.get("dependencies", []):
+    return _intersection(texts)
+
+
+def torch_range_at(repo: Path, sha: str) -> SpecifierSet:
+    """`torch_range` of a commit read from git's objects, with no checkout (a dry run)."""
+    listed = _git(repo, "ls-tree", "--name-only", f"{sha}:packages")
+    texts = [_git(repo, "show", f"{sha}:packages/{name}/pyproject.toml") for name in listed.splitlines() if name]
+    return _intersection(texts)
+
+
+def _git(repo: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    return result.stdout if result.returncode == 0 else ""
+
+
+def _intersection(pyprojects: list[str]) -> SpecifierSet:
+    found = SpecifierSet()
+    for text in pyprojects:
+        try:
+            project = tomllib.loads(text).get("project", {})
+        except tomllib.TOMLDecodeError:
+            continue
+        for dependency in project.get("dependencies", []):
             try:
-                requirement = Requirement(text)
+                requirement = Requirement(dependency)
             except InvalidRequirement:
                 continue
             if requirement.name == "torch":
@@ -31,7 +54,11 @@ def torch_range(checkout: Path) -> SpecifierSet:
 
 def admits(checkout: Path, torch_version: str) -> tuple[bool, str]:
     """Whether the checkout's declared range holds this torch version, and the range as text."""
-    declared = torch_range(checkout)
+    return holds(torch_range(checkout), torch_version)
+
+
+def holds(declared: SpecifierSet, torch_version: str) -> tuple[bool, str]:
+    """Whether a declared range holds this torch version (its public part), and the range as text."""
     try:
         version = Version(torch_version)
     except InvalidVersion:

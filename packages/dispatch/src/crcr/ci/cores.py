@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .digest import file_sha256
@@ -25,6 +26,7 @@ INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
 MARKER = ".tributary-complete.json"
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!_-]*")
 _HASHES: dict[tuple[str, int, int], str] = {}
+_RESOLVED: dict[tuple[str, str], tuple[str, str]] = {}  # (version, index) -> pip's (version, sha256), per process
 
 
 class CoreError(Exception):
@@ -115,6 +117,41 @@ def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
     }
     marker.write_text(json.dumps(record, indent=1) + "\n")
     return found
+
+
+def peek(version: str, cache: Path, env: dict[str, str] | None = None) -> tuple[str, str, bool]:
+    """(the wheel's version, its sha256 or "", whether it is fetched) for torch==VERSION, without fetching it: from
+    the wheelhouse's marker when it was fetched, else from pip's resolution (`pip install --dry-run --report`), whose
+    hash comes from the index (or pip's hashing of a local file); "" when the index gives none."""
+    if not _VERSION.fullmatch(version):
+        raise CoreError(f"not a torch version: {version!r} (expected e.g. 2.13.0)")
+    found = _find(wheelhouse(version, cache), version)
+    recorded = _recorded(found) if found is not None else {}
+    if found is not None and recorded.get("wheel") == found.name:
+        return wheel_version(found), str(recorded.get("sha256", "")), True
+    env = dict(os.environ if env is None else env)
+    asked = (version, env.get(INDEX_ENV, ""))
+    if asked not in _RESOLVED:
+        _RESOLVED[asked] = _resolve(version, env)
+    return (*_RESOLVED[asked], False)
+
+
+def _resolve(version: str, env: dict[str, str]) -> tuple[str, str]:
+    """pip's choice for torch==VERSION: (its version, its sha256 or "")."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        command = [_pip_python(), "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed", "--quiet",
+                   "--only-binary=:all:", "--report", str(report)]  # fmt: skip
+        if env.get(INDEX_ENV):
+            command += ["--index-url", env[INDEX_ENV]]
+        result = subprocess.run([*command, f"torch=={version}"], capture_output=True, text=True, env=env)
+        try:
+            chosen = json.loads(report.read_text())["install"][0]
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            last = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or [str(exc)]
+            raise CoreError(f"torch=={version} does not resolve: {last[-1]} (set {INDEX_ENV} to an index URL)") from exc
+    hashes = chosen.get("download_info", {}).get("archive_info", {}).get("hashes", {})
+    return str(chosen.get("metadata", {}).get("version", version)), str(hashes.get("sha256", ""))
 
 
 def _recorded(path: Path) -> dict[str, object]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from .model import BuildResult
 
 KEY_FILE = ".tributary-env.json"
+UV_CACHE = "uv-cache"
 _EXTRA = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\[([^\]]*)\]\s*$")
 _PLAIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 
@@ -44,6 +45,12 @@ def find_uv() -> str:
 
 def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def uv(cache: Path, *args: str) -> list[str]:
+    """A uv command on the cache's own uv cache (`cache/uv-cache`): beside the environments, on their filesystem,
+    so every venv and build venv hardlinks its files from one unpacked copy instead of copying gigabytes of torch."""
+    return [find_uv(), *args, "--no-config", "--cache-dir", str(cache / UV_CACHE)]
 
 
 def python_of(venv: Path) -> Path:
@@ -66,19 +73,19 @@ def _run(command: Sequence[str], log: Path | None) -> subprocess.CompletedProces
     return result
 
 
-def venv(path: Path, log: Path | None = None) -> Path:
+def venv(path: Path, cache: Path, log: Path | None = None) -> Path:
     """A fresh uv venv at `path` for this interpreter's Python; returns its python."""
-    result = _run([find_uv(), "venv", "--no-config", "--quiet", "--python", sys.executable, str(path)], log)
+    result = _run([*uv(cache, "venv", "--quiet", "--python", sys.executable), str(path)], log)
     if result.returncode != 0:
         raise EnvError(f"could not create a venv at {path}: {_first_error(result.stderr + result.stdout)}")
     return python_of(path)
 
 
 def install(
-    python: Path, requirements: Sequence[str], find_links: Sequence[Path] = (), log: Path | None = None
+    python: Path, requirements: Sequence[str], cache: Path, find_links: Sequence[Path] = (), log: Path | None = None
 ) -> None:
     """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries."""
-    command = [find_uv(), "pip", "install", "--no-config", "--python", str(python)]
+    command = uv(cache, "pip", "install", "--python", str(python))
     for folder in find_links:
         command += ["--find-links", str(folder)]
     result = _run([*command, *requirements], log)
@@ -165,15 +172,15 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
     record = {"key": key, "torch": torch_wheel.name, "wheels": build.wheel_sha256, "extras": sorted(extras)}
     with locked(root / f".{key[:16]}.lock"):
         python = python_of(path)
-        if _recorded_key(path) == key and python.exists():
+        if recorded_key(path) == key and python.exists():
             return python
         if path.exists():
             shutil.rmtree(path)  # ours: an interrupted or stale install under cache/envs
         log = root / f"{key[:16]}.log"
         log.write_text("")
-        python = venv(path, log)
+        python = venv(path, cache, log)
         built = [Path(p).parent for p in build.wheels.values()][:1]
-        install(python, [str(torch_wheel), *requirements(build, extras)], [torch_wheel.parent, *built], log)
+        install(python, [str(torch_wheel), *requirements(build, extras)], cache, [torch_wheel.parent, *built], log)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return python
 
@@ -190,7 +197,8 @@ def _built_against(build: BuildResult) -> str:
     return str(torch.get("sha256", "")) if isinstance(torch, dict) else ""
 
 
-def _recorded_key(path: Path) -> str:
+def recorded_key(path: Path) -> str:
+    """The key an environment recorded after its complete install ("" for none: missing or interrupted)."""
     try:
         return str(json.loads((path / KEY_FILE).read_text()).get("key", ""))
     except (OSError, ValueError, AttributeError):

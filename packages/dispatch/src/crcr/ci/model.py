@@ -117,7 +117,10 @@ class CombinationResult:
     reason: str = ""  # one line: why it is build_failed / incompatible / error
     shards: list[ShardResult] = field(default_factory=list)
     tests: list[TestOutcome] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # shard time: the sum of its shards' wall times
+    wall_seconds: float = 0.0  # the combination's own wall time, from check-out to its last retry
+    cached: str = ""  # the run id whose results this one reuses (its inputs were identical, by hash); "" = ran
+    inputs: str = ""  # the hash of its inputs (wheels, torch, suite, configs, profile, limits; see crcr.ci.reuse)
     regressions: list[str] = field(default_factory=list)  # failing now, passing in the previous green run
     fixes: list[str] = field(default_factory=list)  # passing now, failing in the previous green run
     attributed_to: str = ""  # build failures: the candidate kind that moved since the last green build
@@ -138,6 +141,7 @@ class Prepared:
     build: BuildResult
     modes: dict[str, str]
     plan: dict[str, Any]  # testreuse's shard plan
+    inputs: str = ""  # the hash of its inputs (crcr.ci.reuse)
 
     def shard_indexes(self) -> list[int]:
         return [int(shard["shard"]) for shard in self.plan.get("shards", [])]

@@ -13,12 +13,26 @@ import os
 import platform
 import secrets
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from crcr.ci import attribution, build, combinations, compat, cores, envs, history, isolation, report, runner, worktrees
+from crcr.ci import (
+    attribution,
+    build,
+    combinations,
+    compat,
+    cores,
+    envs,
+    history,
+    isolation,
+    report,
+    reuse,
+    runner,
+    worktrees,
+)  # fmt: skip
 from crcr.ci.ciconfig import CIConfig, DeviceProfile, split_variants
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
@@ -26,6 +40,7 @@ from crcr.ci.model import (
     FAILING,
     Artifact,
     BuildResult,
+    Candidate,
     Combination,
     CombinationResult,
     Prepared,
@@ -38,7 +53,8 @@ from crcr.ci.model import (
 
 class Progress(Protocol):
     def phase(self, combination: str, text: str) -> None: ...
-    def tests(self, combination: str, done: int, total: int) -> None: ...
+    def tests(self, combination: str, done: int, total: int, eta: float | None = None) -> None: ...
+    def done(self, combination: str, text: str) -> None: ...
     def note(self, text: str) -> None: ...
 
 
@@ -46,7 +62,10 @@ class QuietProgress:
     def phase(self, combination: str, text: str) -> None:
         pass
 
-    def tests(self, combination: str, done: int, total: int) -> None:
+    def tests(self, combination: str, done: int, total: int, eta: float | None = None) -> None:
+        pass
+
+    def done(self, combination: str, text: str) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -62,6 +81,7 @@ class Context:
     progress: Progress = field(default_factory=QuietProgress)
     shard_env: Mapping[int, Mapping[str, str]] | None = None  # extra environment for one shard (fault tests)
     only: tuple[str, ...] = ()  # combination names to run (default: all)
+    reuse: bool = True  # reuse a recorded run's results when a combination's inputs are identical (--no-cache: off)
 
     @property
     def history(self) -> Path:
@@ -100,7 +120,8 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     variants, skipped = split_variants(ctx.config, ctx.profile)
     for name in skipped:  # ci.yaml serves every device profile; this one has no config folders for the variant
         ctx.progress.note(f"variant {name}: not declared by device profile {ctx.profile.name}; skipped")
-    planned = combinations.plan(dataclasses.replace(ctx.config, variants=variants), ctx.repo, ctx.cache)
+    config = dataclasses.replace(ctx.config, variants=variants)
+    planned = combinations.plan(config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache))
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
     for combination in planned:  # a profile without this suite's config folder stops the run before any build
@@ -111,6 +132,13 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     started_at = started.isoformat(timespec="seconds")
     record = RunRecord(run_id, started_at, dict(trigger), machine, ctx.profile.name, skipped_variants=list(skipped))
     return record, run_dir, planned
+
+
+def _fetch_core(ctx: Context, version: str, cache: Path) -> Candidate:
+    """The core candidate, saying so first: the first fetch of a CUDA build brings about 3 GB of dependencies."""
+    if not cores.peek(version, cache)[2]:
+        ctx.progress.phase("setup", f"fetching torch=={version} and its dependencies (once)")
+    return combinations.core(version, cache)
 
 
 def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
@@ -133,6 +161,7 @@ def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
     record.artifacts = _artifacts(run_dir, record.combinations)
     (run_dir / "record.json").write_text(json.dumps(to_json(record), indent=1, sort_keys=True) + "\n")
     history.record_run(ctx.history, record, run_dir)
+    reuse.remember_results(ctx.cache, record.run_id, record.combinations)
     report.write_report(record, run_dir, previous)
 
 
@@ -150,14 +179,28 @@ def environment() -> dict[str, object]:
 def run_combination(ctx: Context, combination: Combination, workdir: Path) -> CombinationResult:
     """One job of the matrix, every shard on this machine. An incompatible core or a failed build is this
     combination's result, not an error."""
+    started = time.monotonic()
     prepared = prepare(ctx, combination, workdir)
     if isinstance(prepared, CombinationResult):
-        return prepared
-    suite = combination_suite(ctx, prepared)
-    selected = runner.Collected(prepared.modes, []).selected
-    ctx.progress.phase(combination.name, f"running {len(selected)} tests in {len(prepared.shard_indexes())} shards")
-    shards, tests = execute(ctx, prepared, suite, workdir)
-    return finish(ctx, prepared, suite, shards, tests, workdir)
+        result = prepared
+    else:
+        suite = combination_suite(ctx, prepared)
+        selected = runner.Collected(prepared.modes, []).selected
+        shards = len(prepared.shard_indexes())
+        ctx.progress.phase(combination.name, f"running {len(selected)} tests in {shards} shards")
+        ran, tests = execute(ctx, prepared, suite, workdir)
+        result = finish(ctx, prepared, suite, ran, tests, workdir)
+    result.wall_seconds = round(time.monotonic() - started, 3)
+    ctx.progress.done(combination.name, outcome_line(result))
+    return result
+
+
+def outcome_line(result: CombinationResult) -> str:
+    """How a combination ended, in one line for the progress display."""
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
+    cached = f" (cached: run {result.cached})" if result.cached else ""
+    reason = f": {result.reason}" if result.reason else ""
+    return f"{result.status}{reason}{cached}" + (f"; {counts}" if counts else "")
 
 
 def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared | CombinationResult:
@@ -173,19 +216,35 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
         return CombinationResult(combination, "incompatible", reason=reason)
     wheel = cores.torch_wheel(combination.core.name, ctx.cache)
     ctx.progress.phase(name, "building")
-    built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
+    built = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(name, line))
     if not built.ok:
         moved = _build_failure_mover(ctx, checkout, combination)
         return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved)
+    parts = combination_inputs(ctx, combination, built, wheel)
+    inputs = reuse.key(parts)
+    if ctx.reuse and (hit := reuse.cached_result(ctx.cache, inputs, combination)) is not None:
+        hit.inputs = inputs
+        return hit
     ctx.progress.phase(name, "preparing the environment")
     suite = suite_of_build(ctx, combination, built)
     ctx.progress.phase(name, "collecting")
     try:
         collected = runner.collect(suite, workdir)
+        reuse.remember_collection(ctx.cache, reuse.key(parts, with_limits=False), workdir / runner.COLLECTED)
         plan = runner.plan_shards(suite, collected.selected, ctx.durations, name, ctx.config.shards, workdir)
     except runner.RunnerError as exc:
-        return CombinationResult(combination, "error", built, reason=str(exc))
-    return Prepared(combination, built, collected.modes, plan)
+        return CombinationResult(combination, "error", built, reason=str(exc), inputs=inputs)
+    return Prepared(combination, built, collected.modes, plan, inputs)
+
+
+def combination_inputs(ctx: Context, combination: Combination, built: BuildResult, torch_wheel: Path) -> dict:
+    """The combination's inputs by hash (crcr.ci.reuse): what must be equal for a recorded result to stand."""
+    configs = ctx.repo / ctx.profile.config_folder(combinations.suite_kind(combination.suite), combination.variant)
+    limits = {**dataclasses.asdict(limits_of(ctx.config)), "isolation": ctx.config.isolation}
+    if ctx.config.isolation == "docker":
+        limits["image"] = ctx.config.image
+    paths = [ctx.repo / p for p in ctx.profile.pythonpath]
+    return reuse.inputs(combination, built, cores.wheel_sha256(torch_wheel), configs, ctx.profile.source, paths, limits)
 
 
 def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
@@ -209,8 +268,8 @@ def execute(
     if shard is not None:
         collected, plan = runner.shard_subset(collected, plan, shard)
     return runner.run_suite(
-        suite, collected, plan, limits(ctx.config), workdir,
-        progress=lambda _what, done, total: ctx.progress.tests(name, done, total), shard_env=ctx.shard_env,
+        suite, collected, plan, limits_of(ctx.config), workdir,
+        progress=lambda done, total, eta: ctx.progress.tests(name, done, total, eta), shard_env=ctx.shard_env,
     )  # fmt: skip
 
 
@@ -234,12 +293,12 @@ def finish(
     status = "failed" if any(t.failing for t in tests) else "passed"
     seconds = sum(s.seconds for s in shards)
     result = CombinationResult(combination, status, prepared.build, shards=shards, tests=tests,
-                               seconds=round(seconds, 3))  # fmt: skip
+                               seconds=round(seconds, 3), inputs=prepared.inputs)  # fmt: skip
     (workdir / "plan.json").write_text(json.dumps(prepared.plan, indent=1, sort_keys=True) + "\n")
     return result
 
 
-def limits(config: CIConfig) -> runner.Limits:
+def limits_of(config: CIConfig) -> runner.Limits:
     return runner.Limits(
         parallel=config.parallel_shards, workers=config.workers_per_shard,
         retries=config.retries, test_timeout=config.test_timeout, shard_timeout=config.shard_timeout,
@@ -323,7 +382,7 @@ def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
 def _passing(ctx: Context, suite: runner.Suite, nodeids: list[str], workdir: Path) -> set[str]:
     """The given tests that pass in a probe's suite."""
     workdir.mkdir(parents=True, exist_ok=True)
-    run = runner.run_shard(suite, 1, nodeids, nodeids, limits(ctx.config), workdir)
+    run = runner.run_shard(suite, 1, nodeids, nodeids, limits_of(ctx.config), workdir)
     return {n for n, r in run.records.items() if r.get("outcome") not in FAILING}
 
 

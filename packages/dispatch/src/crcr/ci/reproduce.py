@@ -10,7 +10,7 @@ from pathlib import Path
 from crcr.ci import cores, envs, runner
 from crcr.ci.ciconfig import load_ci_config, load_profile
 from crcr.ci.model import RunRecord, from_json
-from crcr.ci.pipeline import Context, limits, suite_for
+from crcr.ci.pipeline import Context, limits_of, suite_for
 
 
 class ReproduceError(Exception):
@@ -48,7 +48,7 @@ def reproduce(run_dir: Path, repo: Path, say: Callable[[str], None]) -> list[str
         suite = suite_for(ctx, combination, python)
         nodeids = [t.nodeid for t in result.tests]
         workdir = run_dir / "reproduce" / combination.name.replace("/", "_")
-        rerun = runner.run_shard(suite, 1, nodeids, nodeids, limits(config), workdir)
+        rerun = runner.run_shard(suite, 1, nodeids, nodeids, limits_of(config), workdir)
         for test in result.tests:
             now = runner.outcome_of(rerun.records.get(test.nodeid))
             recorded = test.attempts[0] if test.attempts else test.outcome

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +18,13 @@ from typing import Any
 
 from crcr.ci.isolation import Completed, DockerIsolation, Mounts, ProcessIsolation
 from crcr.ci.model import FAILING, ShardResult, TestOutcome
+from crcr.ci.watch import Report, Watcher, shard_watches
 
 #: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
 FINISHED = (0, 1, 5)
 LOG_TAIL = 4000
+#: The collection's file in a combination's work directory (testreuse's plan JSON lines).
+COLLECTED = "collected.jsonl"
 
 
 class RunnerError(Exception):
@@ -86,7 +89,7 @@ def collect(suite: Suite, workdir: Path) -> Collected:
     """A collect-only run with the plugin: the cases and their modes, exactly as the shards will see them."""
     workdir = workdir.resolve()  # the children run elsewhere (cwd): every path they get is absolute
     workdir.mkdir(parents=True, exist_ok=True)
-    plan = workdir / "collected.jsonl"
+    plan = workdir / COLLECTED
     plan.unlink(missing_ok=True)
     done = _run(_pytest(suite, "--collect-only", "--testreuse-plan", str(plan)), workdir, _environ(suite), None)
     if done.returncode not in FINISHED or not plan.exists():
@@ -223,28 +226,32 @@ def run_suite(
     plan: dict,
     limits: Limits,
     workdir: Path,
-    progress: Callable[[str, int, int], None] = lambda *_: None,
+    progress: Report = lambda *_: None,
     shard_env: Mapping[int, Mapping[str, str]] | None = None,
 ) -> tuple[list[ShardResult], list[TestOutcome]]:
-    """Every shard of the plan, in parallel; then retries; every selected test ends with an outcome."""
+    """Every shard of the plan, in parallel, reporting each test as it finishes; then retries; every selected test
+    ends with an outcome."""
     selected = collected.selected
     shards = plan["shards"]
     owner = owners(selected, plan)
-    done_tests = 0
+    owned: dict[int, list[str]] = {}
+    for nodeid in selected:
+        owned.setdefault(owner.get(nodeid, 0), []).append(nodeid)
+    watcher = Watcher(shard_watches(shards, owned, workdir), limits.parallel, progress).start()
 
-    def one(shard: dict) -> ShardRun:
-        nonlocal done_tests
+    def one(position: int) -> ShardRun:
+        shard = shards[position]
         index = shard["shard"]
-        tests = [n for n in selected if owner.get(n) == index]
         units = [u["id"] for u in shard["units"]]
         env = (shard_env or {}).get(index)
-        run = run_shard(suite, index, units, tests, limits, workdir, shard["predicted_seconds"], env)
-        done_tests += len(tests)
-        progress(f"shard {index} done", done_tests, len(selected))
-        return run
+        watcher.started(position)
+        return run_shard(suite, index, units, owned.get(index, []), limits, workdir, shard["predicted_seconds"], env)
 
-    with ThreadPoolExecutor(max_workers=max(1, limits.parallel)) as pool:
-        runs = list(pool.map(one, shards))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, limits.parallel)) as pool:
+            runs = list(pool.map(one, range(len(shards))))
+    finally:
+        watcher.stop()
     records = {n: r for run in runs for n, r in run.records.items()}
     outcomes = []
     for nodeid in selected:
@@ -260,7 +267,7 @@ def run_suite(
         failing = [t for t in outcomes if t.outcome in FAILING]
         if not failing:
             break
-        progress(f"retry {attempt}: {len(failing)} failed tests", 0, len(failing))
+        progress(0, len(failing), None)  # the retries: alone, each in a fresh process
         again = retry(suite, [t.nodeid for t in failing], limits, workdir, attempt)
         for test in failing:
             outcome = outcome_of(again.get(test.nodeid))
