@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,15 @@ def _table(store: Store, job: str, config: str, source: Path) -> Table:
         some = ", ".join(known[:3]) + (f" and {len(known) - 3} more" if len(known) > 3 else "")
         raise DurationsError(f"{source}: {job}.{config}: no such job and test config (the store has {some or 'none'})")
     return store[job][config]
+
+
+def _pooled(configs: dict[str, Table]) -> Table:
+    """One table of a job's configs: each test's median over the configs that timed it."""
+    seen: dict[tuple[str, ...], list[float]] = {}
+    for table in configs.values():
+        for path, seconds in table.items():
+            seen.setdefault(path, []).append(seconds)
+    return {path: statistics.median(values) for path, values in seen.items()}
 
 
 def _nodeids(path: Path) -> list[str]:
@@ -78,9 +88,13 @@ def _plan(args: argparse.Namespace) -> None:
     nodeids = _nodeids(args.tests) if args.tests else None
     store = load_store(args.durations) if nodeids is None or args.durations.exists() else {}
     if nodeids is not None and args.config not in store.get(args.job, {}):
-        # the first run of a new job: every collected test is estimated (and flagged so in the plan)
-        print(f"note: no durations for {args.job}.{args.config} yet: every test is estimated", file=sys.stderr)
-        table: Table = {}
+        # the first run of a new config: its tests are estimated (and flagged so in the plan) from the job's other
+        # configs, the same tests on another core or variant, whose medians also stand in for tests none has seen
+        siblings = sorted(store.get(args.job, {}))
+        source = f"the medians of {', '.join(siblings)}" if siblings else f"{args.default_seconds:g} s a test"
+        print(f"note: no durations for {args.job}.{args.config} yet: every test is estimated from {source}",
+              file=sys.stderr)  # fmt: skip
+        table: Table = _pooled(store.get(args.job, {}))
     else:
         table = _table(store, args.job, args.config, args.durations)
     tree = build_tree(timed_paths(table, nodeids, args.default_seconds), args.group)
