@@ -13,15 +13,16 @@ from collections.abc import Sequence
 from crcr.callback.command import add_callback
 from crcr.ci.command import EXPECTED as CI_ERRORS
 from crcr.ci.command import add_ci, add_distributed, add_reproduce
+from crcr.ci.gc import GcError, add_gc
 from crcr.gate.command import add_gate, add_resolve
 from crcr.relay.command import add_relay
 
-EXPECTED = CI_ERRORS
+EXPECTED = (*CI_ERRORS, GcError)
 
 
 #: The subcommands, in the order `--help` lists them: each adds its parser and sets `run` to a function
 #: (args) -> exit code.
-COMMANDS = (add_ci, add_distributed, add_reproduce, add_gate, add_resolve, add_callback, add_relay)
+COMMANDS = (add_ci, add_distributed, add_reproduce, add_gc, add_gate, add_resolve, add_callback, add_relay)
 
 
 def _parser() -> argparse.ArgumentParser:

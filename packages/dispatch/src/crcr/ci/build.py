@@ -30,6 +30,7 @@ from .cores import wheel_sha256, wheel_version
 from .digest import file_sha256
 from .envs import EnvError, install, locked, python_of, uv, venv
 from .model import BuildResult
+from .usage import mark_used
 
 MANIFEST = "manifest.json"
 BUILDENV_KEY = ".tributary-buildenv.json"
@@ -174,6 +175,7 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
         except (OSError, ValueError):
             current = {}
         if current == record and python.exists():
+            mark_used(path)
             return python
         if current.get("torch") != torch_sha or not python.exists():
             if path.exists():
@@ -181,6 +183,7 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
             python = venv(path, cache, log)
         install(python, [str(torch_wheel), *wanted], cache, [torch_wheel.parent], log)
         (path / BUILDENV_KEY).write_text(json.dumps(record, indent=1) + "\n")
+        mark_used(path)
     return python
 
 
@@ -216,6 +219,7 @@ def build_backend(
     out = output_folder(cache, source_key(worktree), torch_sha)
     with locked(cache / "builds" / f".{out.name}.lock"):
         if not force and (found := _cached(out, torch_sha)) is not None:
+            mark_used(out)
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
             return found
         # members build in place (setuptools' build/ folders): one build per worktree at a time, whatever the torch
@@ -288,6 +292,7 @@ def _build(
     shutil.rmtree(scratch)
     manifest.update(ok=True, wheels=wheels, seconds=round(time.monotonic() - started, 1))
     _write_manifest(out, manifest)
+    mark_used(out)
     log(f"build {out.name}: ok in {manifest['seconds']}s")
     return BuildResult(
         ok=True,

@@ -119,16 +119,21 @@ def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
     return found
 
 
+def fetched(version: str, cache: Path) -> Path | None:
+    """The torch==VERSION wheel if a complete fetch left it in the wheelhouse (nothing is locked or made)."""
+    found = _find(wheelhouse(version, cache), version)
+    return found if found is not None and _recorded(found).get("wheel") == found.name else None
+
+
 def peek(version: str, cache: Path, env: dict[str, str] | None = None) -> tuple[str, str, bool]:
     """(the wheel's version, its sha256 or "", whether it is fetched) for torch==VERSION, without fetching it: from
     the wheelhouse's marker when it was fetched, else from pip's resolution (`pip install --dry-run --report`), whose
     hash comes from the index (or pip's hashing of a local file); "" when the index gives none."""
     if not _VERSION.fullmatch(version):
         raise CoreError(f"not a torch version: {version!r} (expected e.g. 2.13.0)")
-    found = _find(wheelhouse(version, cache), version)
-    recorded = _recorded(found) if found is not None else {}
-    if found is not None and recorded.get("wheel") == found.name:
-        return wheel_version(found), str(recorded.get("sha256", "")), True
+    found = fetched(version, cache)
+    if found is not None:
+        return wheel_version(found), str(_recorded(found).get("sha256", "")), True
     env = dict(os.environ if env is None else env)
     asked = (version, env.get(INDEX_ENV, ""))
     if asked not in _RESOLVED:

@@ -74,7 +74,8 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
 
 
 def _environment_and_plan(ctx: Context, combination: Combination, built: BuildResult) -> Iterator[str]:
-    wheel = cores.torch_wheel(combination.core.name, ctx.cache)  # fetched: peek said so
+    wheel = cores.fetched(combination.core.name, ctx.cache)
+    assert wheel is not None  # peek said so
     key = envs.environment_key(built, cores.wheel_sha256(wheel), list(ctx.profile.requirements))
     env = ctx.cache / "envs" / key[:16]
     ready = envs.recorded_key(env) == key

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .model import BuildResult
+from .usage import mark_used
 
 KEY_FILE = ".tributary-env.json"
 UV_CACHE = "uv-cache"
@@ -173,6 +174,7 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
     with locked(root / f".{key[:16]}.lock"):
         python = python_of(path)
         if recorded_key(path) == key and python.exists():
+            mark_used(path)
             return python
         if path.exists():
             shutil.rmtree(path)  # ours: an interrupted or stale install under cache/envs
@@ -182,6 +184,7 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
         built = [Path(p).parent for p in build.wheels.values()][:1]
         install(python, [str(torch_wheel), *requirements(build, extras)], cache, [torch_wheel.parent, *built], log)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        mark_used(path)
     return python
 
 

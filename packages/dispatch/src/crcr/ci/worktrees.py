@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from crcr.ci.usage import mark_used
+
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
 
 
@@ -102,6 +104,7 @@ def checkout(repo: Path, sha: str, cache: Path) -> Path:
     path = root / full[:12]
     with _locked(root):
         if _intact(repo, path, full):
+            mark_used(path)
             return path
         if path.exists() or path.is_symlink():
             _remove(repo, path, root)
@@ -111,6 +114,7 @@ def checkout(repo: Path, sha: str, cache: Path) -> Path:
             raise WorktreeError(f"could not check out {full[:12]} into {path}: {_last_line(result)}")
         if not _intact(repo, path, full):
             raise WorktreeError(f"worktree {path} is not at {full[:12]} after checkout")
+        mark_used(path)
     return path
 
 
