@@ -175,6 +175,13 @@ def _crcr(session: nox.Session, command: str) -> None:
 
 
 @nox.session(python=PYTHON)
+def gc(session: nox.Session) -> None:
+    """Free disk: old builds, environments, worktrees and runs of `.tributary/` by age or count (`crcr gc`), e.g.
+    `nox -s gc -- --older-than 7 --keep-runs 10`, or `-- --dry-run` to see what would go."""
+    _crcr(session, "gc")
+
+
+@nox.session(python=PYTHON)
 def prepare(session: nox.Session) -> None:
     """The job across machines, stage 1: build and plan every combination once into a folder, print the shard
     matrix (`nox -s prepare -- --out DIR`; the folder is what the shard legs download)."""
