@@ -136,7 +136,7 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
 
 def _fetch_core(ctx: Context, version: str, cache: Path) -> Candidate:
     """The core candidate, saying so first: the first fetch of a CUDA build brings about 3 GB of dependencies."""
-    if not cores.peek(version, cache)[2]:
+    if cores.fetched(version, cache) is None:
         ctx.progress.phase("setup", f"fetching torch=={version} and its dependencies (once)")
     return combinations.core(version, cache)
 
