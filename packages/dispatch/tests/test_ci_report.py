@@ -1,10 +1,14 @@
-"""The report: summary.json's figures, escaping hostile strings, and a real headless Chromium rendering."""
+"""The report: summary.json's figures, what it says it cannot know, escaping hostile strings, and a real headless
+Chromium rendering."""
 
 from __future__ import annotations
 
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
+import markupsafe
 import pytest
 from browser import FLAGS, chromium_or_skip, headless
 from browser import pixels as read_pixels
@@ -18,7 +22,7 @@ from crcr.ci.model import (
     ShardResult,
 )
 from crcr.ci.model import TestOutcome as Case
-from crcr.ci.report import render_html, shard_balance, summarize, write_report
+from crcr.ci.report import ROW_LIMIT, render_html, shard_balance, summarize, write_report
 
 HOSTILE = "test/test_ops.py::TestCommonDEV::test_<script>alert(1)</script>_\"'&amp;_float32"
 HOSTILE_MESSAGE = "AssertionError: </td></table><script>document.body.innerHTML=''</script> \"'& <img src=x onerror=1>"
@@ -31,6 +35,7 @@ V020 = Candidate("backend", "v0.2.0", "0.2.0", "a" * 40)
 CORE_NEW = Candidate("core", "2.14.1", "2.14.1", "e" * 64)
 CORE_OLD = Candidate("core", "2.13.0", "2.13.0", "d" * 64)
 SUITE = Candidate("suite", "embedded <b>tree</b>", "embedded", "f" * 64)
+REUSED = "20260101T000000Z-<prev>"
 
 
 def _tests(shards: int, per_shard: int) -> list[Case]:
@@ -46,8 +51,8 @@ def _tests(shards: int, per_shard: int) -> list[Case]:
 
 def realistic_run() -> RunRecord:
     """Four combinations: a red primary (crash, hang, a hostile failure, a flake, a not-run test, a fix), the
-    core matrix's 2.13.0 leg (green), an older backend ref that fails to build against 2.14.1, and an
-    incompatible one."""
+    core matrix's 2.13.0 leg (green, its results reused from an earlier run), an older backend ref that fails to
+    build against 2.14.1, and an incompatible one."""
     primary = Combination("primary", "primary", HEAD, CORE_NEW, SUITE)
     tests = _tests(3, 12)
     tests += [
@@ -105,7 +110,8 @@ def realistic_run() -> RunRecord:
             ShardResult(3, 30.0, 36.2, 1, tests=16),
         ],
         tests=tests,
-        seconds=98.4,
+        seconds=96.7,
+        wall_seconds=58.3,
     )
     core_old = CombinationResult(
         Combination("core-2.13.0", "core", HEAD, CORE_OLD, SUITE),
@@ -114,6 +120,8 @@ def realistic_run() -> RunRecord:
         shards=[ShardResult(1, 40.0, 41.0, 0, tests=20), ShardResult(2, 40.0, 39.0, 0, tests=19)],
         tests=[*_tests(2, 17), Case(HOSTILE, "passed", "mandatory_success", 1.0, 1, ["passed"])],
         seconds=80.0,
+        wall_seconds=0.4,
+        cached=REUSED,
     )
     broken = CombinationResult(
         Combination("backend-v0.2.0", "backend", V020, CORE_NEW, SUITE),
@@ -182,6 +190,7 @@ def test_summary_figures() -> None:
     assert summary["triage"] == "backend"
     assert summary["shard_balance"]["worst"] == primary["shard_balance"]
     assert [b["combination"] for b in summary["build_failures"]] == ["backend-v0.2.0"]
+    assert [c["compared_with_green"] for c in summary["combinations"]] == [True, True, False, False]
     assert shard_balance([]) is None
     assert shard_balance([0.0, 0.0]) is None
     assert shard_balance([10.0, 10.0]) == 1.0
@@ -195,7 +204,7 @@ def test_write_report_round_trips_and_escapes(tmp_path: Path) -> None:
     page = html_path.read_text()
     assert "<script" not in page.lower()
     assert "onerror=1>" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;_&quot;&#x27;&amp;amp;_float32" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;_&#34;&#39;&amp;amp;_float32" in page
     assert "embedded &lt;b&gt;tree&lt;/b&gt;" in page
     for needed in (
         "Combinations &times; shards",
@@ -211,9 +220,86 @@ def test_write_report_round_trips_and_escapes(tmp_path: Path) -> None:
         "<svg",
     ):
         assert needed in page, needed
+    assert (
+        """<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">"""
+        in page
+    )
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
     assert f"{data['combinations'][0]['shard_balance']:.3f}" in page
+
+
+def test_wall_time_and_shard_time_are_told_apart() -> None:
+    run = realistic_run()
+    summary = summarize(run, PREVIOUS_GREEN)
+    primary, core_old, broken, _ = summary["combinations"]
+    assert (primary["wall_seconds"], primary["shard_seconds"], primary["seconds"]) == (58.3, 96.7, 96.7)
+    assert (core_old["wall_seconds"], core_old["shard_seconds"]) == (0.4, 80.0)
+    assert (broken["wall_seconds"], broken["shard_seconds"]) == (0.0, 0.0)
+    # the run: 03:04:05 to 03:09:00; shard time only of what ran here (core-2.13.0's was spent in REUSED)
+    assert (summary["totals"]["wall_seconds"], summary["totals"]["shard_seconds"]) == (295.0, 96.7)
+    text = Dom(render_html(summary)).joined()
+    assert "wall time4 m 55 s (from the run's start to its finish)" in text  # the overview's <th> and <td>
+    assert "shard time1 m 37 s (every shard's wall time, summed; 1 cached combination(s)" in text
+    assert "wall 58.3 sshards 1 m 37 s" in text  # primary's total cell: wall<br>shards
+    assert "wall 0.4 sshards 1 m 20 s" in text
+
+
+def test_an_unfinished_run_has_no_wall_time() -> None:
+    run = realistic_run()
+    run.finished = ""
+    summary = summarize(run, PREVIOUS_GREEN)
+    assert summary["totals"]["wall_seconds"] is None
+    assert "wall time- (from the run's start to its finish)" in Dom(render_html(summary)).joined()
+
+
+def test_a_cached_combination_says_which_run_it_reused() -> None:
+    summary = summarize(realistic_run(), PREVIOUS_GREEN)
+    assert [c["cached"] for c in summary["combinations"]] == [None, REUSED, None, None]
+    assert summary["totals"]["cached"] == 1
+    text = Dom(render_html(summary)).joined()
+    assert text.count("cached (from run ") == 1
+    assert f"core matrixpassedcached (from run {REUSED})" in text  # in core-2.13.0's own cell
+
+
+def test_no_previous_green_run_is_said_once_and_nothing_is_claimed_for_it() -> None:
+    run = realistic_run()
+    run.combinations[0].tests = [t for t in run.combinations[0].tests if t.nodeid not in (HOSTILE, CRASHED, FIXED)]
+    previous = {"primary": {FLAKY: "passed"}, "backend-v0.2.0": {}}
+    summary = summarize(run, previous)
+    assert [(c["had_previous_green"], c["compared_with_green"]) for c in summary["combinations"]] == [
+        (True, True),
+        (False, False),
+        (True, False),  # it had one, but no test ran to compare
+        (False, False),
+    ]
+    text = Dom(render_html(summary)).joined()
+    assert "matches the previous green run" not in text
+    assert text.count("No previous green run to compare with") == 1
+    assert "No previous green run to compare with for core-2.13.0, backend-v0.1.0: their regressions" in text
+    assert "No test ran in backend-v0.2.0, so nothing there was compared" in text
+    assert "None: no test of primary went from passing to failing, or back, since its previous green run." in text
+
+
+def test_without_any_previous_green_run_no_combination_is_called_unchanged() -> None:
+    summary = summarize(realistic_run(), {})
+    assert not any(c["compared_with_green"] for c in summary["combinations"])
+    text = Dom(render_html(summary)).joined()
+    assert "None:" not in text.split("Regressions and fixes")[1].split("Attribution")[0]
+    names = "primary, core-2.13.0, backend-v0.2.0, backend-v0.1.0"
+    assert f"No previous green run to compare with for {names}: their regressions and fixes are unknown." in text
+    assert "(in the 0 of 4 combinations compared with their previous green run)" in text
+
+
+def test_tables_stop_at_the_row_limit() -> None:
+    run = realistic_run()
+    run.combinations[0].tests += [
+        Case(f"test/test_lost.py::test_{i}", "not_run", "mandatory_success", 0.0, 3) for i in range(ROW_LIMIT)
+    ]
+    not_run = Dom(render_html(summarize(run, {}))).joined().split("Not run")[1]
+    assert "and 1 more in summary.json" in not_run  # ROW_LIMIT + the fixture's own not-run test
+    assert "test/test_lost.py::test_99" in not_run
+    assert "test/test_torch.py::TestTorchDEV::test_lost" not in not_run  # sorted last, so the one cut
 
 
 def test_an_empty_run_renders() -> None:
@@ -228,6 +314,103 @@ def test_a_lone_surrogate_in_a_test_name_does_not_stop_the_report(tmp_path: Path
     failing.nodeid = "test/test_\udcff.py::test_bytes"
     _, html_path = write_report(run, tmp_path, {})
     assert "test_bytes" in html_path.read_text(encoding="utf-8")
+
+
+# --- hostile names ----------------------------------------------------------------------------------------------------
+
+HOSTILE_NAMES = (
+    "test/test_x.py::test_<script>alert(1)</script>",
+    'test/test_x.py::test_"><img src=x onerror=alert(1)>',
+    "test/test_x.py::test_{{ 7*7 }}",
+    "test/test_x.py::test_{% raw %}{{ x }}{% endraw %}",
+    "test/test_x.py::test_ünïcødé_测试_🙂_\u202etxt.exe",
+    "test/test_x.py::test_" + "very_long_" * 600 + "<b>end</b>",
+)
+HOSTILE_COMBINATION = '"><img src=x onerror=alert(1)>{{ 7*7 }}'
+HOSTILE_RUN = "<script>alert(1)</script>"
+
+
+def hostile_run() -> RunRecord:
+    """One combination whose every name is an attack: each test fails (a regression with a message, a reason and
+    evidence), one follows the core, one was not run, and the results were reused from a run with a hostile id."""
+    tests = [
+        Case(
+            name,
+            "failed",
+            "mandatory_success",
+            0.1,
+            1,
+            ["failed", "failed"],
+            {"message": name},
+            Classification("backend", name, name),
+            follows="core" if i == 0 else "",
+        )
+        for i, name in enumerate(HOSTILE_NAMES)
+    ]
+    tests.append(Case(HOSTILE_NAMES[1] + "_lost", "not_run", "mandatory_success", 0.0, 1))
+    result = CombinationResult(
+        Combination(HOSTILE_COMBINATION, "primary", HEAD, CORE_NEW, SUITE, variant="{% raw %}"),
+        "failed",
+        BuildResult(True),
+        shards=[ShardResult(1, 1.0, 1.0, 1, tests=len(tests))],
+        tests=tests,
+        seconds=1.0,
+        wall_seconds=1.5,
+        cached=HOSTILE_RUN,
+    )
+    return RunRecord("r1", "2026-01-02T03:04:05Z", {}, {}, "dev", [result], verdict="red: {{ 7*7 }}")
+
+
+HOSTILE_PREVIOUS = {HOSTILE_COMBINATION: dict.fromkeys(HOSTILE_NAMES, "passed")}
+
+
+class Dom(HTMLParser):
+    """A page's elements and text as an HTML parser builds them (entities decoded), for the page as written and
+    for the DOM chromium dumps."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def joined(self) -> str:
+        """The text without markup, newlines dropped (the templates break lines between elements)."""
+        return "".join(self.text).replace("\n", "")
+
+    def count(self, tag: str) -> int:
+        return sum(1 for name, _ in self.elements if name == tag)
+
+
+def assert_inert(dom: Dom) -> None:
+    """No element or event handler came from a name, and every hostile string is there as text."""
+    assert dom.count("script") == dom.count("img") == dom.count("iframe") == 0
+    assert not [(tag, key) for tag, attrs in dom.elements for key in attrs if key.startswith("on")]
+    text = dom.joined()
+    for name in (*HOSTILE_NAMES, HOSTILE_COMBINATION, f"cached (from run {HOSTILE_RUN})", "red: {{ 7*7 }}"):
+        assert name in text, name[:80]
+    assert "test_49" not in text  # no template evaluated a name
+    labels = [attrs.get("aria-label") for tag, attrs in dom.elements if tag == "svg"]
+    assert labels == [f"shard balance of {HOSTILE_COMBINATION}"]
+
+
+def test_hostile_names_render_escaped() -> None:
+    page = render_html(summarize(hostile_run(), HOSTILE_PREVIOUS))
+    assert "<script" not in page.lower()
+    assert "<img" not in page.lower()
+    assert "onerror=alert(1)>" not in page
+    for name in HOSTILE_NAMES:
+        assert str(markupsafe.escape(name)) in page, name[:80]
+    assert "{{ 7*7 }}" in page
+    assert "{% raw %}{{ x }}{% endraw %}" in page
+    assert_inert(Dom(page))
 
 
 # --- rendering in real headless Chromium ------------------------------------------------------------------------------
@@ -252,3 +435,15 @@ def test_chromium_renders_a_report_that_is_not_blank(tmp_path: Path) -> None:
     assert share > 0.05
     for rgb in ((0x05, 0x50, 0xAE), (0x9E, 0xCB, 0xFF), (0xDA, 0xFB, 0xE1), (0xFF, 0xD8, 0xD3)):
         assert bytes(rgb) in colours, f"colour #{bytes(rgb).hex()} (bars / status cells) is missing"
+
+
+def test_chromium_builds_no_element_from_a_hostile_name(tmp_path: Path) -> None:
+    chromium = chromium_or_skip()
+    _, html_path = write_report(hostile_run(), tmp_path / "run", HOSTILE_PREVIOUS)
+    done = headless(chromium, tmp_path / "profile", "--dump-dom", html_path.resolve().as_uri())
+    assert "</html>" in done.stdout, done.stderr[-2000:]
+    dom, written = Dom(done.stdout), Dom(html_path.read_text(encoding="utf-8"))
+    assert_inert(dom)
+    # no name closed a cell or a table early: the browser kept every row and cell as written
+    assert (dom.count("tr"), dom.count("td")) == (written.count("tr"), written.count("td"))
+    assert re.search(r"Regressions and fixes.*regression.*test_<script>alert\(1\)</script>", dom.joined())
