@@ -42,15 +42,17 @@ class ShardWatch:
                 self.done.add(nodeid)
 
     def left(self, now: float) -> float:
-        """Predicted seconds left, scaled by the shard's observed pace once a test has finished."""
+        """Predicted seconds left, scaled by the shard's observed pace in proportion to how much of it is done: the
+        first tests (a compile's warm-up, say) say little of the rest, the later ones more."""
         if not self.tests:
             return 0.0
-        remaining = self.predicted * (1 - len(self.done) / len(self.tests))
-        if self.started is None or not self.done:
+        fraction = len(self.done) / len(self.tests)
+        remaining = self.predicted * (1 - fraction)
+        expected = self.predicted * fraction
+        if self.started is None or expected <= 0:
             return remaining
-        expected = self.predicted * len(self.done) / len(self.tests)
-        pace = (now - self.started) / expected if expected > 0 else 1.0
-        return remaining * pace
+        pace = (now - self.started) / expected
+        return remaining * (1 + (pace - 1) * fraction)
 
 
 def _nodeid(line: str) -> str:
