@@ -87,6 +87,8 @@ def test_the_watcher_counts_tests_as_they_finish_and_scales_the_time_left_by_pac
     assert watch.done == {"t::a"}
     # a quarter took 20 s, twice the predicted 10 s: the 30 s left are scaled by a quarter of that pace
     assert watch.left(now=120.0) == pytest.approx(30.0 * (1 + (2 - 1) * 0.25))
+    watch.guessed = 1.0  # every prediction a constant: the pace alone says how long the rest takes
+    assert watch.left(now=120.0) == pytest.approx(60.0)
     with results.open("a") as handle:
         handle.write('id": "t::b", "outcome": "failed"}\n')  # the torn line, completed
     watch.read()

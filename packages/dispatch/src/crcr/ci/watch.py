@@ -22,6 +22,7 @@ class ShardWatch:
     results: Path
     tests: frozenset[str]
     predicted: float
+    guessed: float = 0.0  # the share of its tests the planner had no duration for (their time is a constant)
     started: float | None = None  # monotonic seconds; None while the shard waits for a free slot
     done: set[str] = field(default_factory=set)
     _offset: int = 0
@@ -42,8 +43,8 @@ class ShardWatch:
                 self.done.add(nodeid)
 
     def left(self, now: float) -> float:
-        """Predicted seconds left, scaled by the shard's observed pace in proportion to how much of it is done: the
-        first tests (a compile's warm-up, say) say little of the rest, the later ones more."""
+        """Predicted seconds left, scaled by the shard's observed pace in proportion to how much of it is done (the
+        first tests, a compile's warm-up say, tell little of the rest) or to how much of the prediction was a guess."""
         if not self.tests:
             return 0.0
         fraction = len(self.done) / len(self.tests)
@@ -52,7 +53,7 @@ class ShardWatch:
         if self.started is None or expected <= 0:
             return remaining
         pace = (now - self.started) / expected
-        return remaining * (1 + (pace - 1) * fraction)
+        return remaining * (1 + (pace - 1) * max(fraction, self.guessed))
 
 
 def _nodeid(line: str) -> str:
@@ -118,6 +119,7 @@ def shard_watches(shards: list[dict], owned: dict[int, Collection[str]], workdir
             workdir.resolve() / f"shard-{s['shard']}" / "results.jsonl",
             frozenset(owned.get(s["shard"], ())),
             float(s.get("predicted_seconds", 0.0)),
+            min(1.0, int(s.get("estimated_tests", 0)) / max(1, len(owned.get(s["shard"], ())))),
         )
         for s in shards
     ]
