@@ -74,3 +74,23 @@ def test_crcr_ci_with_a_bad_config_exits_2_with_one_line(tmp_path: Path, capsys:
     assert main(["ci", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {path}: not UTF-8 text\n"
+
+
+def test_a_committed_durations_store_seeds_an_empty_cache_once(tmp_path: Path) -> None:
+    from crcr.ci import pipeline
+
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "durations.json").write_text('{"ci": {"primary": {"test/a.py::T::t": 0.25}}}\n')
+    path = tmp_path / "configs" / "ci.yaml"
+    path.write_text(GOOD + "durations: configs/durations.json\n")
+    config = load_ci_config(path)
+    ctx = pipeline.Context(tmp_path, tmp_path / "cache", config, None)  # type: ignore[arg-type]
+    pipeline.seed_durations(ctx)
+    assert ctx.durations.read_text() == '{"ci": {"primary": {"test/a.py::T::t": 0.25}}}\n'
+    ctx.durations.write_text("{}\n")  # the cache's own store, merged since: never replaced
+    pipeline.seed_durations(ctx)
+    assert ctx.durations.read_text() == "{}\n"
+    path.write_text(GOOD + "durations: configs/missing.json\n")
+    ctx = pipeline.Context(tmp_path, tmp_path / "other", load_ci_config(path), None)  # type: ignore[arg-type]
+    with pytest.raises(CIConfigError, match=r"ci\.yaml: durations: .*missing\.json does not exist$"):
+        pipeline.seed_durations(ctx)

@@ -113,6 +113,16 @@ def test_plain_progress_prints_test_counts_at_most_every_interval_and_the_end(tm
     assert clock(None) == "-:--"
 
 
+def test_a_first_run_is_planned_from_the_combinations_of_its_own_variant(tmp_path: Path) -> None:
+    from crcr.ci.runner import alike
+
+    store = tmp_path / "durations.json"
+    store.write_text(json.dumps({"ci": {"primary": {}, "core@2.13.0": {}, "primary+compile": {}, "x+other": {}}}))
+    assert alike(store, "core@2.14.1+compile") == ["primary+compile"]
+    assert alike(store, "primary") == ["core@2.13.0"]
+    assert alike(tmp_path / "missing.json", "primary") == []
+
+
 # --- the dry run ------------------------------------------------------------------------------------------------------
 
 

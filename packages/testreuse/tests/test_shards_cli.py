@@ -59,6 +59,24 @@ def test_collected_tests_without_durations_are_flagged(store: Path, tmp_path: Pa
     ]
 
 
+def test_a_new_config_is_estimated_from_its_fallback_configs_not_a_constant(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "durations.json"
+    eager = {"a.py": {"A": {"x": 0.5, "y": 0.5}}}
+    store.write_text(json.dumps({"ci": {"one+compile": {"a.py": {"A": {"x": 8, "y": 2}}}, "two+compile": {
+        "a.py": {"A": {"x": 12}}}, "one": eager}}))  # fmt: skip
+    tests = tmp_path / "tests.txt"
+    tests.write_text("a.py::A::x\na.py::A::y\n")
+    argv = ["plan", "--durations", str(store), "--job", "ci", "--config", "three+compile", "--tests", str(tests)]
+    assert main([*argv, "--shards", "1", "--fallback", "one+compile", "--fallback", "two+compile"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["shards"][0]["test_seconds"] == 12.0  # x: median(8, 12) = 10, y: 2
+    assert "estimated from the medians of one+compile, two+compile" in err
+    assert main([*argv, "--shards", "1", "--fallback", "gone"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["shards"][0]["test_seconds"] == 2.0  # nothing like it: the constant, 1 s a test
+    assert "estimated from 1 s a test" in err
+
+
 def test_merge_folds_results_into_the_store(tmp_path: Path) -> None:
     store = tmp_path / "store.json"
     shards = []

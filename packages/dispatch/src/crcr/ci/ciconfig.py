@@ -60,6 +60,7 @@ class CIConfig:
     shard_timeout: float = 3600.0
     matrices: tuple[str, ...] = ("backend", "core")
     variants: tuple[str, ...] = ()  # the device profile's variants to run besides the plain combinations
+    durations: str = ""  # a committed durations store (relative to the repository) that seeds an empty cache's
     source: Path = field(default=Path("configs/ci.yaml"), compare=False)
 
 
@@ -67,7 +68,9 @@ ISOLATIONS = ("process", "docker")
 SUITE_KINDS = ("embedded", "upstream")
 #: A variant's name goes into combination names (`primary+compile`) and their folders, so it is kept plain.
 VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-_CI_FIELDS = {"device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices", "variants"}
+_CI_FIELDS = {
+    "device", "backend", "core", "suite", "shards", "retries", "timeouts", "matrices", "variants", "durations",
+}  # fmt: skip
 
 
 def load_ci_config(path: Path) -> CIConfig:
@@ -111,6 +114,7 @@ def _load_ci_config(path: Path) -> CIConfig:
         shard_timeout=float(timeouts.number("shard", 3600.0, minimum=0.001)),
         matrices=matrices,
         variants=variants,
+        durations=top.text("durations") if "durations" in top.data else "",
         source=path,
     )
 

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +34,7 @@ from crcr.ci import (
     runner,
     worktrees,
 )  # fmt: skip
-from crcr.ci.ciconfig import CIConfig, DeviceProfile, split_variants
+from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, split_variants
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
@@ -110,6 +111,7 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     """A new run: its directory, its (empty) record, and the combinations it will run. A variant ci.yaml asks for
     that the device profile does not declare is skipped: one note, and the record's `skipped_variants`."""
     started = datetime.datetime.now(datetime.UTC)
+    seed_durations(ctx)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     run_dir = ctx.cache / "runs" / run_id
     run_dir.mkdir(parents=True)
@@ -132,6 +134,17 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     started_at = started.isoformat(timespec="seconds")
     record = RunRecord(run_id, started_at, dict(trigger), machine, ctx.profile.name, skipped_variants=list(skipped))
     return record, run_dir, planned
+
+
+def seed_durations(ctx: Context) -> None:
+    """An empty cache starts from the durations store ci.yaml names (committed with the repository, as pytest-split's
+    `.test_durations` is), so a first run's shard plan and time left come from measured times, not a constant."""
+    if ctx.config.durations and not ctx.durations.exists():
+        seed = ctx.repo / ctx.config.durations
+        if not seed.is_file():
+            raise CIConfigError(f"{ctx.config.source}: durations: {seed} does not exist")
+        ctx.durations.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(seed, ctx.durations)
 
 
 def _fetch_core(ctx: Context, version: str, cache: Path) -> Candidate:
@@ -336,7 +349,9 @@ def _build_failure_mover(ctx: Context, checkout: Path, combination: Combination)
     oldest = ctx.config.cores[0]
     if oldest == combination.core.name or not compat.admits(checkout, oldest)[0]:
         return "backend"
-    probe = build.build_backend(checkout, cores.torch_wheel(oldest, ctx.cache), ctx.cache, lambda _line: None)
+    ctx.progress.phase(combination.name, f"build failed; building against torch {oldest} to tell who moved")
+    wheel = cores.torch_wheel(oldest, ctx.cache)
+    probe = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(combination.name, line))
     return "core" if probe.ok else "backend"
 
 

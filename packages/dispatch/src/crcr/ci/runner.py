@@ -99,7 +99,8 @@ def collect(suite: Suite, workdir: Path) -> Collected:
 
 
 def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str, shards: int, workdir: Path) -> dict:
-    """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated)."""
+    """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated; a combination
+    never run, from the combinations of the same variant that have run)."""
     workdir, durations = workdir.resolve(), durations.resolve()
     tests = workdir / "selected.txt"
     tests.write_text("".join(f"{n}\n" for n in selected), encoding="utf-8")
@@ -107,10 +108,23 @@ def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str
     argv = [str(suite.python), "-m", "testreuse.shards", "plan", "--durations", str(durations), "--job", "ci",
             "--config", key, "--tests", str(tests), "--shards", str(shards), "--setup", "0",
             "--output", str(output)]  # fmt: skip
+    for name in alike(durations, key):
+        argv += ["--fallback", name]
     done = _run(argv, workdir, _environ(suite), None)
     if done.returncode != 0:
         raise RunnerError(f"shard planning failed: {_last_line(done.output)}")
     return json.loads(output.read_text(encoding="utf-8"))
+
+
+def alike(durations: Path, key: str) -> list[str]:
+    """The combinations in the durations store (job `ci`) of the same variant as `key` (`primary+compile` is like
+    `core@2.13.0+compile`, not like `primary`): their times are the best estimate for a first run of `key`."""
+    try:
+        known = json.loads(durations.read_text(encoding="utf-8")).get("ci", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    variant = key.partition("+")[2]
+    return sorted(n for n in known if n != key and n.partition("+")[2] == variant) if isinstance(known, dict) else []
 
 
 def merge_durations(suite: Suite, durations: Path, key: str, results: Sequence[Path], workdir: Path) -> None:

@@ -44,10 +44,10 @@ def _table(store: Store, job: str, config: str, source: Path) -> Table:
     return store[job][config]
 
 
-def _pooled(configs: dict[str, Table]) -> Table:
-    """One table of a job's configs: each test's median over the configs that timed it."""
+def _pooled(tables: list[Table]) -> Table:
+    """One table of several configs': each test's median over the configs that timed it."""
     seen: dict[tuple[str, ...], list[float]] = {}
-    for table in configs.values():
+    for table in tables:
         for path, seconds in table.items():
             seen.setdefault(path, []).append(seconds)
     return {path: statistics.median(values) for path, values in seen.items()}
@@ -88,13 +88,14 @@ def _plan(args: argparse.Namespace) -> None:
     nodeids = _nodeids(args.tests) if args.tests else None
     store = load_store(args.durations) if nodeids is None or args.durations.exists() else {}
     if nodeids is not None and args.config not in store.get(args.job, {}):
-        # the first run of a new config: its tests are estimated (and flagged so in the plan) from the job's other
-        # configs, the same tests on another core or variant, whose medians also stand in for tests none has seen
-        siblings = sorted(store.get(args.job, {}))
-        source = f"the medians of {', '.join(siblings)}" if siblings else f"{args.default_seconds:g} s a test"
+        # the first run of a new config: its tests are estimated from the `--fallback` configs that have durations
+        # (the same tests run alike elsewhere, on another core say), each test's median, else from a constant
+        known = store.get(args.job, {})
+        like = [name for name in args.fallback if name in known]
+        source = f"the medians of {', '.join(like)}" if like else f"{args.default_seconds:g} s a test"
         print(f"note: no durations for {args.job}.{args.config} yet: every test is estimated from {source}",
               file=sys.stderr)  # fmt: skip
-        table: Table = _pooled(store.get(args.job, {}))
+        table: Table = _pooled([known[name] for name in like])
     else:
         table = _table(store, args.job, args.config, args.durations)
     tree = build_tree(timed_paths(table, nodeids, args.default_seconds), args.group)
@@ -154,6 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--cap", type=_positive, help="the fewest shards of at most this many seconds each")
     plan.add_argument("--setup", type=float, default=90.0, help="fixed set-up seconds per shard (default: 90)")
     plan.add_argument("--group", type=_group, action="append", default=[], help="NAME=PATTERN feature group")
+    plan.add_argument(
+        "--fallback", action="append", default=[], metavar="CONFIG",
+        help="a config of the same job whose durations estimate this one's while it has none (repeatable)",
+    )  # fmt: skip
     plan.add_argument("--default-seconds", type=_positive, default=DEFAULT_SECONDS, help="estimate with no data")
     plan.add_argument("--slack", type=float, default=SLACK, help="makespan seconds to pay for whole files (1)")
     plan.add_argument("--output", type=Path, help="write the plan here (default: stdout)")
