@@ -25,6 +25,8 @@ def test_the_shipped_config_and_profiles_load() -> None:
     ("text", "message"),
     [
         (GOOD + "retries: -1\n", "retries: must be at least 0"),
+        (GOOD + "durations: [a]\n", "durations: expected a non-empty string"),
+        (GOOD + "durations: ''\n", "durations: expected a non-empty string"),
         (GOOD + "retries: true\n", "retries: expected an integer"),
         (GOOD + "shards: {count: 0}\n", "shards.count: must be at least 1"),
         (GOOD + "shards: {cuont: 2}\n", "shards.cuont: unknown field"),

@@ -7,6 +7,7 @@ Exit codes: 0 green (or nothing differs), 1 red (or outcomes differ), 2 bad inpu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -46,3 +47,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`crcr ci --dry-run | head`): nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
