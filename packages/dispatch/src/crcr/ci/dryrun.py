@@ -18,7 +18,7 @@ from crcr.ci import build, combinations, compat, cores, envs, reuse
 from crcr.ci.ciconfig import split_variants
 from crcr.ci.model import BuildResult, Candidate, Combination
 from crcr.ci.pipeline import Context, combination_inputs, limits_of
-from crcr.ci.runner import owners, read_records
+from crcr.ci.runner import alike, owners, read_records
 
 
 def describe(ctx: Context) -> Iterator[str]:
@@ -55,27 +55,29 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
     if not fits:
         yield f"incompatible: the backend declares torch {declared}; this core is {combination.core.name}"
         return
-    torch_sha = combination.core.sha
-    if not cores.peek(combination.core.name, ctx.cache)[2]:
+    wheel = cores.fetched(combination.core.name, ctx.cache)
+    if wheel is None:
         sha = combination.backend.sha[:12]
         yield f"build: would build {sha} against torch {combination.core.version} (not fetched yet)"
-        yield f"shard plan: after collection ({ctx.config.shards} shards of the collected tests)"
+        yield _after_collection(ctx)
         return
-    out, found = build.recorded(ctx.repo, combination.backend.sha, torch_sha, ctx.cache)
+    out, found = build.recorded(ctx.repo, combination.backend.sha, combination.core.sha, ctx.cache)
     if found is None:
         yield f"build: would build into {out}"
-        yield f"shard plan: after collection ({ctx.config.shards} shards of the collected tests)"
+        yield _after_collection(ctx)
         return
     if not found.ok:
         yield f"build: recorded compile failure in {out}: {found.first_error}"
         return
     yield f"build: reuse {out}"
-    yield from _environment_and_plan(ctx, combination, found)
+    yield from _environment_and_plan(ctx, combination, found, wheel)
 
 
-def _environment_and_plan(ctx: Context, combination: Combination, built: BuildResult) -> Iterator[str]:
-    wheel = cores.fetched(combination.core.name, ctx.cache)
-    assert wheel is not None  # peek said so
+def _after_collection(ctx: Context) -> str:
+    return f"shard plan: after collection ({ctx.config.shards} shards of the collected tests)"
+
+
+def _environment_and_plan(ctx: Context, combination: Combination, built: BuildResult, wheel: Path) -> Iterator[str]:
     key = envs.environment_key(built, cores.wheel_sha256(wheel), list(ctx.profile.requirements))
     env = ctx.cache / "envs" / key[:16]
     ready = envs.recorded_key(env) == key
@@ -87,7 +89,7 @@ def _environment_and_plan(ctx: Context, combination: Combination, built: BuildRe
         return
     collection = reuse.cached_collection(ctx.cache, reuse.key(parts, with_limits=False))
     if collection is None or not ready:
-        yield f"shard plan: after collection ({ctx.config.shards} shards of the collected tests)"
+        yield _after_collection(ctx)
         return
     yield from _plan(ctx, combination, envs.python_of(env), collection)
 
@@ -101,6 +103,8 @@ def _plan(ctx: Context, combination: Combination, python: Path, collection: Path
         argv = [str(python), "-m", "testreuse.shards", "plan", "--durations", str(ctx.durations), "--job", "ci",
                 "--config", combination.name, "--tests", str(tests), "--shards", str(ctx.config.shards),
                 "--setup", "0"]  # fmt: skip
+        for name in alike(ctx.durations, combination.name):
+            argv += ["--fallback", name]
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         yield f"shard plan: the planner failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}"
