@@ -240,14 +240,26 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
         return hit
     ctx.progress.phase(name, "preparing the environment")
     suite = suite_of_build(ctx, combination, built)
-    ctx.progress.phase(name, "collecting")
     try:
-        collected = runner.collect(suite, workdir)
-        reuse.remember_collection(ctx.cache, reuse.key(parts, with_limits=False), workdir / runner.COLLECTED)
+        collected = _collect(ctx, name, suite, reuse.key(parts, with_limits=False), workdir)
         plan = runner.plan_shards(suite, collected.selected, ctx.durations, name, ctx.config.shards, workdir)
     except runner.RunnerError as exc:
         return CombinationResult(combination, "error", built, reason=str(exc), inputs=inputs)
     return Prepared(combination, built, collected.modes, plan, inputs)
+
+
+def _collect(ctx: Context, name: str, suite: runner.Suite, key: str, workdir: Path) -> runner.Collected:
+    """The suite's cases and modes: a stored collection of the same inputs (a rerun of a red combination, say),
+    else a collect-only run, stored for the next."""
+    stored = reuse.cached_collection(ctx.cache, key) if ctx.reuse else None
+    if stored is not None:
+        ctx.progress.phase(name, "collection reused (same inputs)")
+        shutil.copyfile(stored, workdir / runner.COLLECTED)  # the run directory holds what it ran, as always
+        return runner.collected_from(workdir / runner.COLLECTED)
+    ctx.progress.phase(name, "collecting")
+    collected = runner.collect(suite, workdir)
+    reuse.remember_collection(ctx.cache, key, workdir / runner.COLLECTED)
+    return collected
 
 
 def combination_inputs(ctx: Context, combination: Combination, built: BuildResult, torch_wheel: Path) -> dict:

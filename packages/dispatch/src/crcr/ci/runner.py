@@ -94,7 +94,12 @@ def collect(suite: Suite, workdir: Path) -> Collected:
     done = _run(_pytest(suite, "--collect-only", "--testreuse-plan", str(plan)), workdir, _environ(suite), None)
     if done.returncode not in FINISHED or not plan.exists():
         raise RunnerError(f"collection failed (exit {done.returncode}): {_last_line(done.output)}")
-    records = read_records(plan)
+    return collected_from(plan)
+
+
+def collected_from(path: Path) -> Collected:
+    """A collection (testreuse's plan JSON lines) read back; a record without a mode is not a case."""
+    records = [r for r in read_records(path) if isinstance(r.get("mode"), str)]
     return Collected({r["nodeid"]: r["mode"] for r in records}, records)
 
 
