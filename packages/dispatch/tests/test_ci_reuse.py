@@ -14,6 +14,8 @@ from crcr.ci.model import BuildResult, Candidate, Combination, CombinationResult
 from crcr.ci.progress import RichProgress, clock
 from crcr.ci.watch import ShardWatch, Watcher
 from crcr.cli import main
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 CORE = Candidate("core", "2.13.0", "2.13.0", "a" * 64)
@@ -72,6 +74,26 @@ def test_a_red_result_or_a_removed_run_is_never_reused(tmp_path: Path) -> None:
     assert reuse.cached_result(tmp_path / "cache", key, _combination()) is None
     (tmp_path / "cache" / "results" / f"{key}.json").write_text(json.dumps({"run_id": "../runs/run-1"}))
     assert reuse.cached_result(tmp_path / "cache", key, _combination()) is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record=st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["combinations", "inputs", "status", "tests", "combination", "name", "outcome"]), inner, max_size=4),
+    max_leaves=12,
+))  # fmt: skip
+def test_a_damaged_record_is_a_miss_never_a_crash(tmp_path: Path, record: object) -> None:
+    key = reuse.key(_parts(tmp_path))
+    run_dir = tmp_path / "cache" / "runs" / "run-x"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(record, dict) and isinstance(record.get("combinations"), list):
+        record["combinations"] = [{**c, "inputs": key} if isinstance(c, dict) else c for c in record["combinations"]]
+    (run_dir / "record.json").write_text(json.dumps(record))
+    (tmp_path / "cache" / "results").mkdir(exist_ok=True)
+    (tmp_path / "cache" / "results" / f"{key}.json").write_text(json.dumps({"run_id": "run-x"}))
+    hit = reuse.cached_result(tmp_path / "cache", key, _combination())
+    assert hit is None or hit.status == "passed"
 
 
 def test_the_watcher_counts_tests_as_they_finish_and_scales_the_time_left_by_pace(tmp_path: Path) -> None:

@@ -67,11 +67,14 @@ def cached_result(cache: Path, inputs_key: str, combination: Combination) -> Com
     if not run_id or Path(run_id).name != run_id:
         return None
     record = _read_json(cache / "runs" / run_id / "record.json")
-    found = [c for c in (record or {}).get("combinations", []) if c.get("inputs") == inputs_key]
-    if not found:
-        return None
-    result = from_json(CombinationResult, found[0])
-    if result.status != "passed":
+    listed = record.get("combinations") if isinstance(record, dict) else None
+    listed = listed if isinstance(listed, list) else []
+    found = [c for c in listed if isinstance(c, dict) and c.get("inputs") == inputs_key]
+    try:
+        result = from_json(CombinationResult, found[0])
+    except (IndexError, TypeError, KeyError, ValueError, AttributeError):
+        return None  # no such combination, or a record this version cannot read: run it
+    if result.status != "passed" or not isinstance(result.tests, list):
         return None
     result.combination = combination
     result.cached = result.cached or run_id
