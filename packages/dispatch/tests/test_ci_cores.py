@@ -121,3 +121,49 @@ def test_bad_version_is_refused(version: str, tmp_path: Path) -> None:
     with pytest.raises(CoreError, match="not a torch version"):
         torch_wheel(version, tmp_path)
     assert not (tmp_path / "wheelhouse").exists()
+
+
+def _index_with(tmp_path: Path, version: str) -> tuple[Path, Path]:
+    """A local simple index holding one pure-Python `torch` wheel whose link carries no hash."""
+    import zipfile
+
+    wheel = tmp_path / "files" / f"torch-{version}-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    info = f"torch-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
+        archive.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        archive.writestr(f"{info}/RECORD", "")
+    page = tmp_path / "simple" / "torch" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="{wheel.as_uri()}">{wheel.name}</a>\n')
+    return tmp_path / "simple", wheel
+
+
+def test_peek_names_version_and_sha256_of_a_wheel_it_does_not_fetch(tmp_path: Path) -> None:
+    index, wheel = _index_with(tmp_path, "2.0.0")
+    env = {**os.environ, INDEX_ENV: index.as_uri(), "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": ""}
+    cache = tmp_path / "cache"
+    assert cores.peek("2.0.0", cache, env) == ("2.0.0", hashlib.sha256(wheel.read_bytes()).hexdigest(), False)
+    assert not list(cache.rglob("*.whl"))  # resolved, not fetched
+    with pytest.raises(CoreError, match=r"torch==2\.0\.1 does not resolve: ") as info:
+        cores.peek("2.0.1", cache, env)
+    assert "\n" not in str(info.value)
+
+
+def test_peek_hashes_a_local_file_when_pip_reports_no_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = tmp_path / "torch-2.0.2-py3-none-any.whl"
+    wheel.write_bytes(b"a local wheel")
+
+    def pip_without_hash(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        if "--report" not in command:
+            return REAL_RUN(command, **kwargs)  # type: ignore[call-overload]
+        report = Path(command[command.index("--report") + 1])
+        found = {"download_info": {"url": wheel.as_uri(), "archive_info": {}}, "metadata": {"version": "2.0.2"}}
+        report.write_text(json.dumps({"install": [found]}))
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(cores.subprocess, "run", pip_without_hash)
+    assert cores.peek("2.0.2", tmp_path / "cache", {}) == ("2.0.2", hashlib.sha256(b"a local wheel").hexdigest(), False)

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from .digest import file_sha256
@@ -155,8 +157,12 @@ def _resolve(version: str, env: dict[str, str]) -> tuple[str, str]:
         except (OSError, ValueError, KeyError, IndexError) as exc:
             last = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or [str(exc)]
             raise CoreError(f"torch=={version} does not resolve: {last[-1]} (set {INDEX_ENV} to an index URL)") from exc
-    hashes = chosen.get("download_info", {}).get("archive_info", {}).get("hashes", {})
-    return str(chosen.get("metadata", {}).get("version", version)), str(hashes.get("sha256", ""))
+    info = chosen.get("download_info", {})
+    sha = str(info.get("archive_info", {}).get("hashes", {}).get("sha256", ""))
+    local = Path(urllib.request.url2pathname(urllib.parse.urlparse(info.get("url", "")).path))
+    if not sha and str(info.get("url", "")).startswith("file:") and local.is_file():
+        sha = wheel_sha256(local)  # a local find-links file pip did not hash: reading it is no download
+    return str(chosen.get("metadata", {}).get("version", version)), sha
 
 
 def _recorded(path: Path) -> dict[str, object]:
