@@ -7,10 +7,11 @@ import json
 import os
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
-from crcr.ci import history, worktrees
+from crcr.ci import envs, history, worktrees
 from crcr.ci.gc import human
 from crcr.ci.usage import STAMP, last_used, mark_used
 from crcr.cli import main
@@ -269,26 +270,43 @@ def test_wheelhouses_go_only_when_asked_and_not_the_configured_ones(
     assert capsys.readouterr().out.splitlines()[-1].endswith("(1 wheelhouse)")
 
 
-def test_uv_cache_prune_runs_uv_on_the_cache_and_counts_what_it_freed(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _tiny_wheel(folder: Path) -> Path:
+    """A pure-Python wheel of one module, for a real install into a real uv cache."""
+    wheel = folder / "tiny-1.0-py3-none-any.whl"
+    files = {
+        "tiny.py": "VALUE = 1\n",
+        "tiny-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tiny\nVersion: 1.0\n",
+        "tiny-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr(
+            "tiny-1.0.dist-info/RECORD", "".join(f"{name},,\n" for name in [*files, "tiny-1.0.dist-info/RECORD"])
+        )
+    return wheel
+
+
+def test_uv_cache_prune_runs_the_real_uv_on_the_cache_and_counts_what_it_freed(
+    cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stale = folder(cache / "uv-cache" / "archive-v0" / "stale", {"torch.so": MB}, 60)
-    kept = folder(cache / "uv-cache" / "archive-v0" / "kept", {"torch.so": MB}, 1)
-    args = tmp_path / "uv-args"
-    uv = tmp_path / "uv"
-    uv.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {args}\nrm -r {stale}\n')
-    uv.chmod(0o755)
-    monkeypatch.setenv("UV", str(uv))
+    venv = tmp_path / "venv"
+    subprocess.run(envs.uv(cache, "venv", "--quiet", str(venv)), check=True)
+    install = envs.uv(cache, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"))
+    subprocess.run([*install, str(_tiny_wheel(tmp_path))], check=True)  # a real entry that uv keeps
+    archives = cache / "uv-cache" / "archive-v0"
+    installed = sorted(archives.iterdir())
+    stale = folder(archives / "staleentry", {"torch.so": MB}, 60)  # an archive no index entry names
     freed = du(stale)
 
     assert gc(cache, "--uv-cache", "--dry-run") == 0
-    assert not args.exists()  # a dry run runs nothing
+    assert stale.exists()  # a dry run runs nothing
     assert "would prune uv-cache/ (uv cache prune: what it frees is known once it runs)" in capsys.readouterr().out
 
     assert gc(cache, "--uv-cache") == 0
     out = capsys.readouterr().out.splitlines()
-    assert args.read_text().split() == ["cache", "prune", "--no-config", "--cache-dir", str(cache / "uv-cache")]
-    assert kept.exists()
+    assert not stale.exists()
+    assert sorted(archives.iterdir()) == installed
     assert f"pruned uv-cache/ ({human(freed)})" in out
     assert out[-1] == f"freed {human(freed)} (uv cache pruned)"
 
