@@ -7,13 +7,13 @@ variant's configs). Names are stable across runs, so the history can find a comb
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from crcr.ci import cores, worktrees
 from crcr.ci.ciconfig import CIConfig
+from crcr.ci.digest import tree_sha256
 from crcr.ci.model import Candidate, Combination
 
 #: Where the embedded upstream-style tree lives in a backend checkout.
@@ -42,21 +42,13 @@ def suite(root: str, repo: Path, backend_sha: str) -> Candidate:
     checkout's root, identified by its git commit when it is one, else by its content."""
     if root == "embedded":
         tree = repo / EMBEDDED_TREE
-        return Candidate("suite", "embedded", backend_sha, tree_digest(tree / "test"))
+        return Candidate("suite", "embedded", backend_sha, tree_sha256(tree / "test", "*.py"))
     path = Path(root).expanduser().resolve()
     head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     if head.returncode == 0:
         sha = head.stdout.strip()
         return Candidate("suite", str(path), sha[:12], sha)
-    return Candidate("suite", str(path), "tree", tree_digest(path / "test"))
-
-
-def tree_digest(folder: Path) -> str:
-    """Content digest of a test tree's Python files (names and bytes)."""
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.py")):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return Candidate("suite", str(path), "tree", tree_sha256(path / "test", "*.py"))
 
 
 def plan(

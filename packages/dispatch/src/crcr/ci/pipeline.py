@@ -266,6 +266,7 @@ def combination_inputs(ctx: Context, combination: Combination, built: BuildResul
     """The combination's inputs by hash (crcr.ci.reuse): what must be equal for a recorded result to stand."""
     configs = ctx.repo / ctx.profile.config_folder(combinations.suite_kind(combination.suite), combination.variant)
     limits = {**dataclasses.asdict(limits_of(ctx.config)), "isolation": ctx.config.isolation}
+    del limits["parallel"]  # how many shards run at once changes no outcome
     if ctx.config.isolation == "docker":
         limits["image"] = ctx.config.image
     paths = [ctx.repo / p for p in ctx.profile.pythonpath]

@@ -16,24 +16,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from crcr.ci.digest import tree_sha256
 from crcr.ci.model import BuildResult, Combination, CombinationResult, from_json
 
 RESULTS = "results"
 COLLECTIONS = "collections"
-
-
-def tree_digest(paths: list[Path]) -> str:
-    """Every file under these folders (or these files), by relative name and bytes; a missing path counts as empty."""
-    digest = hashlib.sha256()
-    for root in paths:
-        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root] if root.is_file() else []
-        for path in files:
-            if "__pycache__" in path.parts:
-                continue
-            name = path.relative_to(root).as_posix() if root.is_dir() else path.name
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-        digest.update(b"\1")
-    return digest.hexdigest()
 
 
 def inputs(
@@ -46,9 +33,9 @@ def inputs(
         "torch": torch_sha256,
         "suite": combination.suite.sha,
         "variant": combination.variant,
-        "configs": tree_digest([configs]),
-        "profile": tree_digest([profile]),
-        "import_paths": tree_digest(import_paths),
+        "configs": tree_sha256(configs),
+        "profile": tree_sha256(profile),
+        "import_paths": [tree_sha256(path) for path in import_paths],
         "limits": dict(sorted(limits.items())),
     }
 
