@@ -3,6 +3,9 @@
 The upstream callback action gives up on the first 429 or 5xx; here every transient answer (429, 5xx, a refused or
 reset connection, a timeout) is retried with exponential backoff, honouring `Retry-After`. Tokens are sent only in
 headers and never appear in an error message: errors name the method, the URL without its query and the status.
+Redirects are followed (GitHub's API answers a renamed repository with one), but `Authorization` goes only to the
+origin (scheme, host, port) it was given for: urllib's own handler would hand the token to whatever host a
+redirect names.
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ MAX_BODY = 8 * 1024 * 1024
 
 
 class HTTPError(Exception):
-    """A request that failed for good: a non-transient status, or retries exhausted."""
+    """A request that failed for good: a non-transient status, or retries exhausted.
 
-    def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
+    `attempts` says how many exchanges it took, so a caller can tell a refusal of a retried request (whose first
+    attempt may have been applied before its answer was lost) from a refusal of a first one."""
+
+    def __init__(self, message: str, status: int | None = None, body: str = "", attempts: int = 1) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        self.attempts = attempts
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,33 @@ class Response:
     headers: Mapping[str, str]
     body: Any
     attempts: int
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None for a URL whose port does not parse."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower(), 0)
+    except ValueError:
+        return None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+class _SameOriginAuth(urllib.request.HTTPRedirectHandler):
+    """urllib's redirects, minus `Authorization` on a hop to another origin (and on every hop after it)."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        origin = _origin(req.full_url)
+        if new is not None and (origin is None or _origin(new.full_url) != origin):
+            for name in [name for name in new.headers if name.lower() == "authorization"]:
+                del new.headers[name]
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginAuth)
 
 
 def _where(method: str, url: str) -> str:
@@ -100,7 +134,7 @@ def request(
     for attempt in range(retry.attempts):
         retry_after = None
         try:
-            with urllib.request.urlopen(
+            with _OPENER.open(
                 urllib.request.Request(url, data=data, headers=sent, method=method), timeout=timeout
             ) as answer:
                 raw = answer.read(MAX_BODY)
@@ -109,13 +143,14 @@ def request(
         except urllib.error.HTTPError as exc:
             text = exc.read(MAX_BODY).decode("utf-8", "replace")
             if exc.code not in TRANSIENT_STATUSES:
-                raise HTTPError(f"{where}: HTTP {exc.code} {_first_line(text)}".rstrip(), exc.code, text) from None
+                message = f"{where}: HTTP {exc.code} {_first_line(text)}".rstrip()
+                raise HTTPError(message, exc.code, text, attempt + 1) from None
             last, retry_after = f"HTTP {exc.code}", exc.headers.get("Retry-After")
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             last = type(getattr(exc, "reason", exc)).__name__
         if attempt + 1 < retry.attempts:
             sleep(retry.delay(attempt, retry_after))
-    raise HTTPError(f"{where}: gave up after {retry.attempts} attempts (last: {last})")
+    raise HTTPError(f"{where}: gave up after {retry.attempts} attempts (last: {last})", attempts=retry.attempts)
 
 
 def _first_line(text: str, limit: int = 200) -> str:
