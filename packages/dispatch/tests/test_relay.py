@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -394,3 +396,35 @@ def test_an_unknown_route_is_a_404(relay: Relay) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{relay.url}/github/callbacks")
     assert refused.value.code == 404
+
+
+def raw_exchange(url: str, request: bytes, timeout: float = 2.0) -> bytes:
+    """Send `request` as raw bytes and read until the server closes the connection: all it answered. A server that
+    keeps the connection waiting fails the test with a timeout."""
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [b"Content-Length: -1", b"Content-Length: abc", b"Content-Length: +5", b"Content-Length: \xb2",
+     b"Content-Length: 5\r\nContent-Length: 6", b"Transfer-Encoding: chunked"],
+    ids=["negative", "not-a-number", "signed", "superscript-digit", "conflicting", "chunked"],
+)  # fmt: skip
+def test_a_bad_content_length_is_a_400_at_once_and_the_relay_serves_on(relay: Relay, framing: bytes) -> None:
+    started = time.monotonic()
+    head = b"POST /dispatch HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n" + framing + b"\r\n\r\n"
+    answer = raw_exchange(relay.url, head + b'{"event_type": "push"')  # the body never completes: no waiting for it
+    assert time.monotonic() - started < 2
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.startswith(b"HTTP/1.1 400 "), answer
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    assert b"Connection: close" in headers
+    assert list(json.loads(body)) == ["error"]
+    assert post(f"{relay.url}/dispatch", {"event_type": "push", "payload": {"ref": "refs/heads/main"}}, None)[0] == 200
+    assert len(relay.deliveries()) == 2  # the good request's, to both allowlisted repos; nothing from the bad one

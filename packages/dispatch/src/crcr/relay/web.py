@@ -7,16 +7,19 @@ share the relay's port or have one of their own.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import traceback
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MAX_REQUEST = 1024 * 1024
+DIGITS = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,26 @@ def html_reply(status: int, page: str) -> Reply:
     return Reply(status, page.encode(), {"Content-Type": "text/html; charset=utf-8"})
 
 
+def _body_length(headers: Message) -> int:
+    """The body's length in bytes (0 without a body), or ValueError saying why the framing is refused.
+
+    Only one run of ASCII digits will do: `int()` would take "-1" (and reading -1 bytes waits for an end of stream
+    that a keep-alive client never sends), "+5" or " 5"; `str.isdigit` would pass "²". Two different lengths, or a
+    Transfer-Encoding this server cannot decode, leave the body's end ambiguous, so they are refused too.
+    """
+    if headers.get("Transfer-Encoding") is not None:
+        raise ValueError("Transfer-Encoding is not supported: send the body with a Content-Length")
+    values = set(headers.get_all("Content-Length") or [])
+    if not values:
+        return 0
+    if len(values) > 1:
+        raise ValueError("conflicting Content-Length headers")
+    (value,) = values
+    if not DIGITS.fullmatch(value):
+        raise ValueError(f"invalid Content-Length: {value[:40]!r}")
+    return int(value)
+
+
 def _handler(app: App) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -60,12 +83,13 @@ def _handler(app: App) -> type[BaseHTTPRequestHandler]:
         disable_nagle_algorithm = True
 
         def _serve(self) -> None:
-            parts = urllib.parse.urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                length = _body_length(self.headers)
+            except ValueError as exc:
+                return self._refuse(400, str(exc))
             if length > MAX_REQUEST:
-                self._send(json_reply(413, {"error": "request too large"}))
-                self.close_connection = True
-                return
+                return self._refuse(413, "request too large")
+            parts = urllib.parse.urlsplit(self.path)
             request = Request(
                 self.command,
                 parts.path,
@@ -79,6 +103,11 @@ def _handler(app: App) -> type[BaseHTTPRequestHandler]:
                 traceback.print_exc()
                 reply = json_reply(500, {"error": "internal error"})
             self._send(reply)
+
+        def _refuse(self, status: int, why: str) -> None:
+            """Answer without reading the body and close: the rest of the stream cannot be told from a next request."""
+            self._send(json_reply(status, {"error": why}, {"Connection": "close"}))
+            self.close_connection = True
 
         def _send(self, reply: Reply) -> None:
             self.send_response(reply.status)
