@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from crcr.relay.dispatch import DispatchError
 from crcr.relay.issuer import AUDIENCE, new_key, with_audience
@@ -213,18 +214,46 @@ def test_a_bad_or_missing_token_is_a_401(relay: Relay, token: Any) -> None:
     assert relay.callbacks() == []
 
 
+def runner_token(relay: Relay) -> str:
+    """A token from the relay's runner endpoint, as a job's `getIDToken` gets it."""
+    url = with_audience(relay.issuer.token_request_url, AUDIENCE)
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {relay.issuer.request_token}"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())["value"]
+
+
 def test_the_runner_token_endpoint_mints_for_the_asked_audience(relay: Relay) -> None:
     url = with_audience(relay.issuer.token_request_url, AUDIENCE)
     assert url.startswith(relay.url)
     assert "&audience=pytorch-cross-repo-ci-relay" in url
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {relay.issuer.request_token}"})
-    with urllib.request.urlopen(request) as answer:
-        token = json.loads(answer.read())["value"]
+    token = runner_token(relay)
     payload = relay.dispatch("pull_request", PR_WEBHOOK)
     assert post(relay.callback_url, {**payload, "workflow": workflow("in_progress")}, token)[0] == 200
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer wrong"}))
     assert refused.value.code == 401
+
+
+def test_a_runner_token_is_refused_once_its_configured_lifetime_is_over(tmp_path: Path) -> None:
+    with running_relay(tmp_path / "r.db", token_lifetime=2, leeway=0) as relay:
+        token = runner_token(relay)
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["exp"] - claims["iat"] == 2
+        payload = relay.dispatch("pull_request", PR_WEBHOOK)
+        assert post(relay.callback_url, {**payload, "workflow": workflow("in_progress")}, token)[0] == 200
+        time.sleep(max(0.0, claims["exp"] - time.time()) + 0.2)
+        status, answer, _ = post(relay.callback_url, {**payload, "workflow": workflow("completed")}, token)
+        assert (status, answer) == (401, {"error": "invalid token: expired (its exp has passed)"})
+        assert [c["status"] for c in relay.callbacks()] == ["in_progress"]
+    with running_relay(tmp_path / "default.db") as relay:
+        claims = jwt.decode(runner_token(relay), options={"verify_signature": False})
+        assert claims["exp"] - claims["iat"] == 300
+
+
+@pytest.mark.parametrize("lifetime", [0, -5, 2.5, True])
+def test_a_token_lifetime_must_be_a_positive_whole_number(tmp_path: Path, lifetime: Any) -> None:
+    with pytest.raises(ValueError, match="positive whole number of seconds"):
+        build(tmp_path / "r.db", token_lifetime=lifetime)
 
 
 def test_the_discovery_document_names_the_jwks(relay: Relay) -> None:

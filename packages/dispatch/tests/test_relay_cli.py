@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import jwt
 import pytest
 from crcr.relay.issuer import AUDIENCE, with_audience
 
@@ -36,7 +37,7 @@ def serve(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], dict[str, 
 def test_serve_dispatch_callback_and_a_clean_sigterm(tmp_path: Path) -> None:
     allowlist = tmp_path / "allowlist.yml"
     allowlist.write_text("L1: [acme/listener]\nL3:\n  ring:\n    acme/accel: [oncall]\n")
-    process, ready = serve(tmp_path, "--allowlist", str(allowlist), "--repo", "acme/accel")
+    process, ready = serve(tmp_path, "--allowlist", str(allowlist), "--repo", "acme/accel", "--token-lifetime", "120")
     try:
         (tmp_path / "push.json").write_text(json.dumps(PUSH))
         event = tmp_path / "event.json"
@@ -56,6 +57,8 @@ def test_serve_dispatch_callback_and_a_clean_sigterm(tmp_path: Path) -> None:
         asked = urllib.request.Request(token_url, headers={"Authorization": f"Bearer {ready['token_request_token']}"})
         with urllib.request.urlopen(asked) as answer:
             token = json.loads(answer.read())["value"]
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["exp"] - claims["iat"] == 120
         flow = {"schema_version": "1", "status": "in_progress", "conclusion": None, "run_id": "1", "run_attempt": "1",
                 "job_name": "test", "started_at": "2026-12-01T10:00:00Z", "completed_at": None}  # fmt: skip
         body = json.dumps({**payload, "workflow": flow}).encode()
@@ -112,3 +115,11 @@ def test_bad_input_is_one_error_line_and_exit_2(tmp_path: Path, args: list[str],
     assert done.returncode == 2
     assert done.stderr.startswith(message.format(**names)), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize(("value", "why"), [("0", "must be at least 1: 0"), ("abc", "not a whole number: abc")])
+def test_a_bad_token_lifetime_is_a_usage_error(tmp_path: Path, value: str, why: str) -> None:
+    args = [CRCR, "relay", "serve", "--db", str(tmp_path / "r.db"), "--token-lifetime", value]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"crcr relay serve: error: argument --token-lifetime: {why}"

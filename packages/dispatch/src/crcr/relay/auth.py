@@ -57,6 +57,8 @@ class Verifier:
                 leeway=self.leeway,
                 options={"require": REQUIRED_CLAIMS},
             )
+        except jwt.ExpiredSignatureError:
+            raise Unauthorized("invalid token: expired (its exp has passed)") from None
         except (jwt.PyJWTError, http.HTTPError) as exc:
             raise Unauthorized(f"invalid token: {type(exc).__name__}") from None
         if not isinstance(claims.get("repository"), str) or claims["repository"].count("/") != 1:

@@ -20,7 +20,7 @@ from typing import Any
 from crcr import http
 from crcr.relay.allowlist import AllowlistError
 from crcr.relay.dispatch import DispatchError, write_event_file
-from crcr.relay.issuer import Issuer
+from crcr.relay.issuer import TOKEN_LIFETIME, Issuer
 from crcr.relay.server import SWEEP_AFTER, build, start
 
 RELAY_ERRORS = (AllowlistError, DispatchError, http.HTTPError, OSError, ValueError)
@@ -47,7 +47,10 @@ def _ratio(text: str) -> float:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
     return value
@@ -70,7 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
         fail_ratio=args.fail_ratio,
         fail_seed=args.fail_seed,
         sweep_after=args.sweep_after,
-        issuer=Issuer(repository=args.repo),
+        issuer=Issuer(repository=args.repo, token_lifetime=args.token_lifetime),
         reports=Path(args.reports) if args.reports else None,
     )
     server = start(relay, args.host, args.port)
@@ -130,6 +133,8 @@ def add_relay(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--fail-ratio", type=_ratio, default=0.0, help="answer this fraction of callbacks 429/503")
     serve.add_argument("--fail-seed", type=int, default=0, help="seed of the injected faults (default: 0)")
     serve.add_argument("--sweep-after", type=float, default=SWEEP_AFTER, help="close IN_PROGRESS older (seconds)")
+    serve.add_argument("--token-lifetime", type=_positive, default=TOKEN_LIFETIME, metavar="SECONDS",
+                       help="how long the runner token endpoint's tokens live (default: %(default)s)")  # fmt: skip
     serve.add_argument("--reports", help="a folder of run directories whose reports the HUD links (.tributary/runs)")
     serve.add_argument("--ready-file", help="write {url, callback_url, issuer, token_request_url/token} here")
     serve.set_defaults(run=_guarded(_serve))

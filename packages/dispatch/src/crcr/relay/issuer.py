@@ -3,7 +3,8 @@
 It holds one RSA key, publishes it as a JWKS behind an OpenID discovery document, mints RS256 tokens with the
 claims a GitHub Actions job's token carries, and answers the runner's token endpoint (the URL in
 `ACTIONS_ID_TOKEN_REQUEST_URL`): `GET <url>&audience=X` with `Authorization: Bearer <ACTIONS_ID_TOKEN_REQUEST_TOKEN>`
-returns `{"value": "<jwt>"}`, which is what `@actions/core`'s `getIDToken` reads.
+returns `{"value": "<jwt>"}`, which is what `@actions/core`'s `getIDToken` reads. Tokens live `token_lifetime`
+seconds (300 by default); a short lifetime lets a test see a job outlive its token.
 
 Its routes are served by the relay's server (same port) or on their own (`crcr.relay.server.running_issuer`).
 """
@@ -27,6 +28,7 @@ AUDIENCE = "pytorch-cross-repo-ci-relay"
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 JWKS_PATH = "/.well-known/jwks"
 TOKEN_PATH = "/_actions/id-token"
+TOKEN_LIFETIME = 300
 
 
 def new_key() -> rsa.RSAPrivateKey:
@@ -40,7 +42,15 @@ class Issuer:
     `url` is set once the server hosting the routes knows its address (`bind`); until then nothing can be minted.
     """
 
-    def __init__(self, repository: str = "tributary/tributary", key: rsa.RSAPrivateKey | None = None) -> None:
+    def __init__(
+        self,
+        repository: str = "tributary/tributary",
+        key: rsa.RSAPrivateKey | None = None,
+        token_lifetime: int = TOKEN_LIFETIME,
+    ) -> None:
+        if isinstance(token_lifetime, bool) or not isinstance(token_lifetime, int) or token_lifetime < 1:
+            raise ValueError(f"the token lifetime must be a positive whole number of seconds: {token_lifetime!r}")
+        self.token_lifetime = token_lifetime
         self.key = key or new_key()
         self.kid = secrets.token_hex(8)
         self.repository = repository
@@ -77,14 +87,15 @@ class Issuer:
         *,
         repository: str | None = None,
         audience: str = AUDIENCE,
-        expires_in: int = 300,
+        expires_in: int | None = None,
         ref: str = "refs/heads/main",
         workflow: str = "downstream",
         run_id: str = "1",
         run_attempt: str = "1",
         now: float | None = None,
     ) -> dict[str, Any]:
-        """The claims GitHub puts in a job's token; `expires_in` may be negative to mint an already-expired one."""
+        """The claims GitHub puts in a job's token; `expires_in` (default: the token lifetime) may be negative to mint
+        an already-expired one."""
         repo = repository or self.repository
         issued = int(time.time() if now is None else now)
         return {
@@ -101,7 +112,7 @@ class Issuer:
             "jti": secrets.token_hex(8),
             "iat": issued,
             "nbf": issued - 5,
-            "exp": issued + expires_in,
+            "exp": issued + (self.token_lifetime if expires_in is None else expires_in),
         }
 
     def mint(self, *, key: rsa.RSAPrivateKey | None = None, issuer: str | None = None, **claims: Any) -> str:

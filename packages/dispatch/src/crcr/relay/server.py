@@ -42,7 +42,7 @@ from crcr import http
 from crcr.relay import dispatch, hud
 from crcr.relay.allowlist import Allowlist
 from crcr.relay.auth import Unauthorized, Verifier
-from crcr.relay.issuer import Issuer
+from crcr.relay.issuer import TOKEN_LIFETIME, Issuer
 from crcr.relay.ratelimit import SlidingWindow
 from crcr.relay.store import Store
 from crcr.relay.validate import Rejected, check
@@ -54,6 +54,8 @@ REPORT_FILES = {"report.html": "text/html; charset=utf-8", "summary.json": "appl
 REPORT_PATH = re.compile(r"/reports/([A-Za-z0-9_-][A-Za-z0-9_.-]*)/(" + "|".join(map(re.escape, REPORT_FILES)) + ")")
 HUD_PATH = re.compile(r"/hud/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/?")
 SWEEP_AFTER = 6 * 3600.0
+#: Seconds a token's exp/nbf may be off, for clocks that differ between the runner and the relay.
+LEEWAY = 5.0
 #: Statuses an injected fault answers with, as an overloaded relay or its load balancer would.
 FAULT_STATUSES = (429, 503)
 
@@ -84,12 +86,14 @@ class Faults:
 
 @dataclass
 class Settings:
-    """What the relay enforces: who is allowed at which level, how fast, and how long a job may stay open."""
+    """What the relay enforces: who is allowed at which level, how fast, how long a job may stay open, and how much
+    clock skew a token's times may show."""
 
     allowlist: Allowlist
     rate_limit: int = 60
     sweep_after: float = SWEEP_AFTER
     reports: Path | None = None  # a folder of run directories (`.tributary/runs`) whose reports the HUD links
+    leeway: float = LEEWAY
 
 
 class Relay:
@@ -110,7 +114,7 @@ class Relay:
         """Take the server's URL; the tokens it trusts come from `issuer_url` (default: its own issuer)."""
         self.url = url
         self.issuer.bind(url)
-        self.verifier = Verifier(issuer_url or url)
+        self.verifier = Verifier(issuer_url or url, leeway=self.settings.leeway)
 
     @property
     def callback_url(self) -> str:
@@ -232,11 +236,16 @@ def build(
     sweep_after: float = SWEEP_AFTER,
     issuer: Issuer | None = None,
     reports: Path | None = None,
+    token_lifetime: int | None = None,
+    leeway: float = LEEWAY,
 ) -> Relay:
     """A relay over the database at `db_path`, not yet bound to a server; `reports` is a folder of run directories
-    whose report files it serves under /reports/."""
-    issuer = issuer or Issuer()
-    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after, reports)
+    whose report files it serves under /reports/. `token_lifetime` is its own issuer's (a given `issuer` has its
+    own); `leeway` is the clock skew the token checks allow."""
+    if issuer is not None and token_lifetime is not None:
+        raise ValueError("token_lifetime belongs to the issuer: pass Issuer(..., token_lifetime=...) instead")
+    issuer = issuer or Issuer(token_lifetime=TOKEN_LIFETIME if token_lifetime is None else token_lifetime)
+    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after, reports, leeway)
     return Relay(Store(Path(db_path)), issuer, settings, Faults(fail_ratio, fail_seed))
 
 
