@@ -318,3 +318,16 @@ def test_a_state_the_relay_already_holds_is_recorded_not_failed(
     assert "in_progress already held by the relay" in capsys.readouterr().out
     assert main(["callback", "finish", "--payload", str(dispatched), "--conclusion", "success", *second]) == 0
     assert _pairs(relay) == Counter({("test", "in_progress"): 1, ("test", "completed"): 1})
+
+
+@pytest.mark.usefixtures("runner_env")
+def test_a_finish_for_a_job_the_sweeper_closed_is_an_error(
+    relay: Relay, dispatched: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["callback", "start", "--payload", str(dispatched)]) == 0
+    assert relay.store.sweep(0) == 1
+    assert main(["callback", "finish", "--payload", str(dispatched), "--conclusion", "success"]) == 2
+    err = capsys.readouterr().err
+    assert "already held" not in err  # not mistaken for a retried request of its own
+    assert "timed_out" in err
+    assert relay.jobs()[0]["conclusion"] == "timed_out"

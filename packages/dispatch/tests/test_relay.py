@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import time
 import urllib.error
 import urllib.parse
@@ -18,7 +19,8 @@ import pytest
 from crcr.relay.dispatch import DispatchError
 from crcr.relay.issuer import AUDIENCE, new_key, with_audience
 from crcr.relay.server import Relay, build, running_issuer, running_relay, start
-from crcr.relay.validate import DETAIL_MAX, SUMMARY_MAX
+from crcr.relay.store import Store
+from crcr.relay.validate import DETAIL_MAX, SUMMARY_MAX, Rejected, check
 from crcr.relay.web import Reply, Request, base_url, bind, serving
 
 REPO = "acme/accel"
@@ -391,9 +393,54 @@ def test_the_sweeper_closes_a_job_left_in_progress(tmp_path: Path) -> None:
         assert (jobs["stuck"]["status"], jobs["stuck"]["conclusion"]) == ("COMPLETED", "timed_out")
         assert "sweeper" in jobs["stuck"]["notes"][0]
         assert jobs["fresh"]["status"] == "IN_PROGRESS"
-        assert callback(relay, payload, workflow("completed", "stuck"))[1]["rule"] == "already-completed"
+        status, answer = callback(relay, payload, workflow("completed", "stuck"))
+        assert (status, answer["rule"]) == (400, "timed-out")
+        assert answer["error"].startswith("completed too late: the sweeper closed this job as timed_out at 20")
+        assert callback(relay, payload, workflow("completed", "fresh"))[0] == 200
+        assert callback(relay, payload, workflow("completed", "fresh"))[1]["rule"] == "already-completed"
         with urllib.request.urlopen(f"{relay.url}/hud/{REPO}") as answer:
             assert "closed by the sweeper" in answer.read().decode()
+
+
+def _body(status: str, job_name: str) -> dict[str, Any]:
+    return {"event_type": "pull_request", "delivery_id": "d-1", "payload": PR_WEBHOOK,
+            "workflow": workflow(status, job_name)}  # fmt: skip
+
+
+def _apply(store: Store, status: str, job_name: str, now: float) -> str:
+    body = _body(status, job_name)
+    return store.apply(REPO, check(body), body, now=now)
+
+
+def test_the_store_refuses_a_swept_jobs_late_completed_as_timed_out(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.record_dispatch("d-1", [REPO], "pull_request", PR_WEBHOOK)
+    for job_name in ("swept", "real"):
+        assert _apply(store, "in_progress", job_name, now=1000.0) == "IN_PROGRESS"
+    assert _apply(store, "completed", "real", now=1500.0) == "COMPLETED"
+    assert store.sweep(600, now=1700.0) == 1
+    with pytest.raises(Rejected) as late:
+        _apply(store, "completed", "swept", now=1800.0)
+    assert late.value.rule == "timed-out"
+    assert str(late.value) == "completed too late: the sweeper closed this job as timed_out at 1970-01-01T00:28:20Z"
+    with pytest.raises(Rejected) as again:
+        _apply(store, "completed", "real", now=1800.0)
+    assert again.value.rule == "already-completed"
+    jobs = {job["job_name"]: job for job in store.jobs()}
+    assert (jobs["swept"]["conclusion"], jobs["swept"]["swept_at"]) == ("timed_out", 1700.0)
+    assert jobs["real"]["swept_at"] is None
+    assert len(store.callbacks()) == 3  # the two refusals stored nothing
+
+
+def test_a_database_from_before_the_swept_mark_gains_it(tmp_path: Path) -> None:
+    Store(tmp_path / "old.db")
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        db.execute("ALTER TABLE jobs DROP COLUMN swept_at")
+    store = Store(tmp_path / "old.db")
+    store.record_dispatch("d-1", [REPO], "pull_request", PR_WEBHOOK)
+    _apply(store, "in_progress", "swept", now=1000.0)
+    assert store.sweep(600, now=1700.0) == 1
+    assert store.jobs()[0]["swept_at"] == 1700.0
 
 
 def test_injected_faults_answer_429_or_503_and_change_no_state(tmp_path: Path) -> None:

@@ -27,13 +27,15 @@ CREATE TABLE IF NOT EXISTS jobs (
     delivery_id TEXT NOT NULL, repo TEXT NOT NULL, run_id TEXT NOT NULL, run_attempt TEXT NOT NULL,
     job_name TEXT NOT NULL, status TEXT NOT NULL, conclusion TEXT, workflow_name TEXT, url TEXT, check_run_id TEXT,
     started_at TEXT, completed_at TEXT, test_results TEXT, artifact_url TEXT, verdict TEXT, failed_tests TEXT,
-    notes TEXT NOT NULL DEFAULT '[]', in_progress_since REAL, updated_at REAL NOT NULL,
+    notes TEXT NOT NULL DEFAULT '[]', in_progress_since REAL, updated_at REAL NOT NULL, swept_at REAL,
     PRIMARY KEY (delivery_id, repo, run_id, run_attempt, job_name));
 CREATE TABLE IF NOT EXISTS callbacks (
     id INTEGER PRIMARY KEY AUTOINCREMENT, received_at REAL NOT NULL, repo TEXT NOT NULL, delivery_id TEXT NOT NULL,
     status TEXT NOT NULL, body TEXT NOT NULL, notes TEXT NOT NULL);
 """
 JSON_COLUMNS = ("test_results", "verdict", "failed_tests", "notes")
+#: Columns added since the first schema: (table, column, type), added to a database made before them.
+ADDED_COLUMNS = (("jobs", "swept_at", "REAL"),)
 
 
 def _dumps(value: Any) -> str | None:
@@ -48,6 +50,14 @@ class Store:
         self._local = threading.local()
         self._writing = threading.Lock()
         self._connection().executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns a database from an older relay lacks (a `--db` or `crcr ci` cache outlives the code)."""
+        with self._transaction() as db:
+            for table, column, kind in ADDED_COLUMNS:
+                if column not in {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -93,8 +103,8 @@ class Store:
                 (callback.delivery_id, repo, callback.event_type),
             ).fetchone()
             row = db.execute(
-                "SELECT status FROM jobs WHERE delivery_id = ? AND repo = ? AND run_id = ? AND run_attempt = ? "
-                "AND job_name = ?",
+                "SELECT status, swept_at FROM jobs WHERE delivery_id = ? AND repo = ? AND run_id = ? "
+                "AND run_attempt = ? AND job_name = ?",
                 key,
             ).fetchone()
             new = state.transition(
@@ -102,6 +112,7 @@ class Store:
                 callback.status,
                 dispatched=dispatched is not None,
                 self_reported=callback.self_reported,
+                swept_at=row["swept_at"] if row else None,
             )
             if callback.self_reported and dispatched is None:
                 db.execute(
@@ -150,14 +161,15 @@ class Store:
             )
 
     def sweep(self, max_age: float, now: float | None = None) -> int:
-        """Close every job IN_PROGRESS for longer than `max_age` seconds as timed_out; how many were closed."""
+        """Close every job IN_PROGRESS for longer than `max_age` seconds as timed_out; how many were closed. The
+        close is marked (`swept_at`), so a late completed is told apart from a repeat of a real one."""
         now = time.time() if now is None else now
         note = json.dumps([f"closed by the sweeper: no completed within {max_age:g} s"])
         with self._transaction() as db:
             return db.execute(
-                "UPDATE jobs SET status = ?, conclusion = 'timed_out', notes = ?, updated_at = ? "
+                "UPDATE jobs SET status = ?, conclusion = 'timed_out', notes = ?, updated_at = ?, swept_at = ? "
                 "WHERE status = ? AND in_progress_since < ?",
-                (state.STATE_COMPLETED, note, now, state.STATE_IN_PROGRESS, now - max_age),
+                (state.STATE_COMPLETED, note, now, now, state.STATE_IN_PROGRESS, now - max_age),
             ).rowcount
 
     def jobs(self, repo: str | None = None) -> list[dict[str, Any]]:
