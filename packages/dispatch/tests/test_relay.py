@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 import time
@@ -11,12 +12,13 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jwt
 import pytest
-from crcr.relay.dispatch import DispatchError
+from crcr.relay.dispatch import DispatchError, UnknownConsumer
 from crcr.relay.issuer import AUDIENCE, new_key, with_audience
 from crcr.relay.server import Relay, build, running_issuer, running_relay, start
 from crcr.relay.store import Store
@@ -40,9 +42,12 @@ def relay(tmp_path: Path) -> Iterator[Relay]:
         yield running
 
 
-def post(url: str, body: Any, token: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
+def post(
+    url: str, body: Any, token: str | None, extra: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], dict[str, str]]:
     """One POST with no retries: the status, JSON answer and headers exactly as the relay gave them."""
     headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
+    headers |= extra or {}
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data, headers, method="POST"), timeout=30) as answer:
@@ -165,30 +170,150 @@ def test_labeled_is_not_dispatched_every_push_is(relay: Relay) -> None:
     assert len(relay.deliveries(REPO)) == 5
 
 
-def test_the_dispatch_route_posts_a_repository_dispatch_to_the_consumer(relay: Relay) -> None:
-    received: list[Any] = []
+class Consumer:
+    """A downstream repo's dispatch endpoint on a real local server: records each POST (path, JSON body) and answers
+    the next scripted status (204 once the script is spent)."""
 
-    def consumer(request: Request) -> Reply:
-        received.append((request.path, json.loads(request.body)))
-        return Reply(204 if request.path == "/dispatches" else 404, b"")
+    def __init__(self) -> None:
+        self.received: list[tuple[str, Any]] = []
+        self.script: list[int] = []
+        self.url = ""
 
-    with serving(bind(consumer)) as server:
-        to = f"{base_url(server)}/dispatches"
-        asked = {"event_type": "pull_request", "payload": PR_WEBHOOK, "to": to}
-        status, answer, _ = post(f"{relay.url}/dispatch", asked, None)
-        assert status == 200
-        assert answer["repositories"] == ["acme/accel", "acme/listener"]
-        assert received == [("/dispatches", {"event_type": "pull_request", "client_payload": answer["client_payload"]})]
-        status, answer, _ = post(f"{relay.url}/dispatch", {**asked, "to": f"{base_url(server)}/nowhere"}, None)
-        assert status == 502
-        assert "404" in answer["error"]
+    def __call__(self, request: Request) -> Reply:
+        self.received.append((request.path, json.loads(request.body)))
+        return Reply(self.script.pop(0) if self.script else 204, b"")
+
+
+@contextmanager
+def consuming() -> Iterator[Consumer]:
+    found = Consumer()
+    with serving(bind(found)) as server:
+        found.url = f"{base_url(server)}/dispatches"
+        yield found
+
+
+@pytest.fixture
+def consumer() -> Iterator[Consumer]:
+    with consuming() as found:
+        yield found
+
+
+@pytest.fixture
+def fed(tmp_path: Path, consumer: Consumer) -> Iterator[Relay]:
+    """A relay configured to post acme/accel's dispatches to the consumer."""
+    allowlist = {REPO: 2, "acme/listener": 1}
+    with running_relay(tmp_path / "fed.db", allowlist=allowlist, consumers={REPO: consumer.url}) as running:
+        yield running
+
+
+def test_the_dispatch_route_posts_a_repository_dispatch_to_the_consumer(fed: Relay, consumer: Consumer) -> None:
+    asked = {"event_type": "pull_request", "payload": PR_WEBHOOK, "to": consumer.url}
+    status, answer, _ = post(f"{fed.url}/dispatch", asked, None)
+    assert status == 200
+    assert answer["repositories"] == ["acme/accel", "acme/listener"]
+    assert answer["repeated"] is False
+    sent = {"event_type": "pull_request", "client_payload": answer["client_payload"]}
+    assert consumer.received == [("/dispatches", sent)]
+    consumer.script = [404]
+    status, answer, _ = post(f"{fed.url}/dispatch", asked, None)
+    assert status == 502
+    assert "404" in answer["error"]
     edited = {"event_type": "pull_request", "payload": {**PR_WEBHOOK, "action": "edited"}}
-    status, answer, _ = post(f"{relay.url}/dispatch", edited, None)
+    status, answer, _ = post(f"{fed.url}/dispatch", edited, None)
     assert status == 200
     assert answer["client_payload"] is None
     assert "edited" in answer["skipped"]
-    assert post(f"{relay.url}/dispatch", {"event_type": "issues", "payload": {}}, None)[0] == 400
-    assert post(f"{relay.url}/dispatch", b"{", None)[0] == 400
+    assert post(f"{fed.url}/dispatch", {"event_type": "issues", "payload": {}}, None)[0] == 400
+    assert post(f"{fed.url}/dispatch", b"{", None)[0] == 400
+
+
+def test_a_to_that_is_not_a_configured_consumer_is_refused_and_nothing_is_posted(
+    fed: Relay, relay: Relay, consumer: Consumer
+) -> None:
+    with consuming() as stranger:
+        near_misses = [stranger.url, f"{consumer.url}/", f"{consumer.url}?x=1", consumer.url.replace("127.0.0.1",
+                       "localhost"), "http://169.254.169.254/latest/meta-data/"]  # fmt: skip
+        for to in near_misses:
+            status, answer, _ = post(f"{fed.url}/dispatch", {"event_type": "push", "payload": {}, "to": to}, None)
+            assert status == 403, to
+            assert "is not a configured consumer" in answer["error"]
+            assert len(answer["error"].splitlines()) == 1
+        with pytest.raises(UnknownConsumer):
+            fed.dispatch("push", {"ref": "refs/heads/main"}, to=stranger.url)
+        asked = {"event_type": "push", "payload": {}, "to": consumer.url}
+        assert post(f"{relay.url}/dispatch", asked, None)[0] == 403  # a relay with no consumers posts nowhere
+    assert stranger.received == consumer.received == []
+    assert fed.deliveries() == relay.deliveries() == []
+
+
+@pytest.mark.parametrize(
+    ("consumers", "message"),
+    [({"stranger/repo": "http://127.0.0.1:9/d"}, "not an allowlisted repository"),
+     ({REPO: "file:///etc/passwd"}, "is not an http(s) URL"), ({REPO: "http:///no-host"}, "is not an http(s) URL")],
+)  # fmt: skip
+def test_a_consumer_must_be_an_allowlisted_repos_http_url(tmp_path: Path, consumers: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build(tmp_path / "r.db", allowlist={REPO: 2}, consumers=consumers)
+
+
+GUID = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
+
+
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_a_redelivered_webhook_is_dispatched_and_posted_once(fed: Relay, consumer: Consumer, where: str) -> None:
+    asked = {"event_type": "pull_request", "payload": PR_WEBHOOK, "to": consumer.url}
+    headers = {"X-GitHub-Delivery": GUID} if where == "header" else {}
+    asked |= {"delivery_id": GUID} if where == "body" else {}
+    first = post(f"{fed.url}/dispatch", asked, None, headers)
+    again = post(f"{fed.url}/dispatch", asked, None, headers)
+    assert (first[0], again[0]) == (200, 200)
+    assert first[1]["client_payload"]["delivery_id"] == GUID
+    assert again[1]["client_payload"] == first[1]["client_payload"]
+    assert (first[1]["repeated"], again[1]["repeated"]) == (False, True)
+    assert again[1]["repositories"] == first[1]["repositories"]
+    assert len(consumer.received) == 1
+    assert sorted(d["repo"] for d in fed.deliveries()) == ["acme/accel", "acme/listener"]
+    assert callback(fed, first[1]["client_payload"], workflow("in_progress"))[0] == 200
+    assert fed.dispatch("pull_request", PR_WEBHOOK, delivery_id=GUID) == first[1]["client_payload"]  # Python API
+    assert len(fed.deliveries()) == 2
+
+
+def test_a_delivery_id_reused_for_another_event_or_webhook_is_a_409(fed: Relay, consumer: Consumer) -> None:
+    asked = {"event_type": "pull_request", "payload": PR_WEBHOOK, "to": consumer.url, "delivery_id": GUID}
+    assert post(f"{fed.url}/dispatch", asked, None)[0] == 200
+    for changed in ({"payload": {**PR_WEBHOOK, "action": "closed"}}, {"event_type": "push", "payload": {}}):
+        status, answer, _ = post(f"{fed.url}/dispatch", asked | changed, None)
+        assert (status, answer) == (409, {"error": f"delivery {GUID} was already dispatched for another event or "
+                                                   "webhook"})  # fmt: skip
+    assert len(consumer.received) == 1
+    assert {json.dumps(d["payload"]) for d in fed.deliveries()} == {json.dumps(PR_WEBHOOK)}
+
+
+@pytest.mark.parametrize(
+    ("headers", "field"),
+    [({"X-GitHub-Delivery": ""}, None), ({}, ""), ({}, "x" * 129), ({}, "../../etc"), ({}, "two words"),
+     ({}, "line\nbreak"), ({}, 42), ({"X-GitHub-Delivery": GUID}, GUID.replace("7", "8"))],
+    ids=["empty-header", "empty", "too-long", "dots", "space", "newline", "number", "disagree"],
+)  # fmt: skip
+def test_a_malformed_delivery_id_is_a_one_line_400(fed: Relay, consumer: Consumer, headers: dict, field: Any) -> None:
+    asked = {"event_type": "push", "payload": {}, "to": consumer.url, "delivery_id": field}
+    status, answer, _ = post(f"{fed.url}/dispatch", asked, None, headers)
+    assert status == 400
+    assert "delivery_id" in answer["error"]
+    assert len(answer["error"].splitlines()) == 1
+    assert consumer.received == []
+    assert fed.deliveries() == []
+
+
+def test_a_delivery_that_never_reached_its_consumer_is_dispatched_on_redelivery(fed: Relay, consumer: Consumer) -> None:
+    consumer.script = [404]
+    asked = {"event_type": "push", "payload": {"ref": "refs/heads/main"}, "to": consumer.url}
+    assert post(f"{fed.url}/dispatch", asked, None, {"X-GitHub-Delivery": GUID})[0] == 502
+    assert fed.deliveries() == []
+    status, answer, _ = post(f"{fed.url}/dispatch", asked, None, {"X-GitHub-Delivery": GUID})
+    assert (status, answer["repeated"]) == (200, False)
+    assert [body["client_payload"]["delivery_id"] for _, body in consumer.received] == [GUID, GUID]
+    assert len(fed.deliveries()) == 2
 
 
 def good_token(relay: Relay) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import jwt
 import pytest
 from crcr.relay.issuer import AUDIENCE, with_audience
+from crcr.relay.web import Reply, Request, base_url, bind, serving
 
 CRCR = str(Path(sys.executable).with_name("crcr"))
 DISPATCH = ["dispatch", "--relay", "http://127.0.0.1:9", "--event", "push", "--webhook"]
@@ -97,10 +98,28 @@ def test_a_labeled_event_is_not_dispatched(tmp_path: Path) -> None:
         (["serve", "--allowlist", "{missing}"], "error: {missing}: "),
         (["serve", "--allowlist", "{bad}"], "error: {bad}: unknown key 'L9'"),
         (["serve", "--port", "{busy}"], "error: "),
+        (
+            ["serve", "--consumer", "stranger/repo=http://127.0.0.1:9/"],
+            "error: consumer stranger/repo: not an allowlisted repository",
+        ),
+        (["serve", "--consumer", "ftp://127.0.0.1/"], "error: --consumer 'ftp://127.0.0.1/': expected OWNER/REPO=URL"),
+        (
+            ["serve", "--consumer", "http://127.0.0.1:9/a", "--consumer", "tributary/tributary=http://127.0.0.1:9/b"],
+            "error: --consumer: tributary/tributary is given twice",
+        ),
         ([*DISPATCH, "{missing}"], "error: "),
         ([*DISPATCH, "{bad}"], "error: {bad}: not JSON"),
     ],
-    ids=["missing-allowlist", "bad-allowlist", "busy-port", "missing-webhook", "bad-webhook"],
+    ids=[
+        "missing-allowlist",
+        "bad-allowlist",
+        "busy-port",
+        "unlisted-consumer",
+        "not-a-consumer",
+        "consumer-twice",
+        "missing-webhook",
+        "bad-webhook",
+    ],
 )
 def test_bad_input_is_one_error_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     bad = tmp_path / "bad.yml"
@@ -123,3 +142,34 @@ def test_a_bad_token_lifetime_is_a_usage_error(tmp_path: Path, value: str, why: 
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == f"crcr relay serve: error: argument --token-lifetime: {why}"
+
+
+def test_dispatch_posts_only_to_a_configured_consumer_and_once_per_delivery(tmp_path: Path) -> None:
+    received: list[str] = []
+
+    def consumer(request: Request) -> Reply:
+        received.append(json.loads(request.body)["client_payload"]["delivery_id"])
+        return Reply(204, b"")
+
+    (tmp_path / "push.json").write_text(json.dumps(PUSH))
+    with serving(bind(consumer)) as server:
+        to = f"{base_url(server)}/repos/acme/accel/dispatches"
+        process, ready = serve(tmp_path, "--repo", "acme/accel", "--consumer", to)
+        try:
+            send = [CRCR, "relay", "dispatch", "--relay", ready["url"], "--event", "push", "--webhook",
+                    str(tmp_path / "push.json"), "--delivery-id", "d-1"]  # fmt: skip
+            runs = [subprocess.run([*send, "--to", url], capture_output=True, text=True, check=False)
+                    for url in (to, to, f"{base_url(server)}/elsewhere")]  # fmt: skip
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.communicate(timeout=30)
+    first, again, elsewhere = runs
+    assert (first.returncode, first.stderr) == (0, "")
+    assert (again.returncode, again.stdout) == (0, first.stdout)
+    assert again.stderr.startswith("repeated delivery d-1: ")
+    assert json.loads(first.stdout)["delivery_id"] == "d-1"
+    assert elsewhere.returncode == 2
+    assert "HTTP 403" in elsewhere.stderr
+    assert "is not a configured consumer" in elsewhere.stderr
+    assert len(elsewhere.stderr.strip().splitlines()) == 1
+    assert received == ["d-1"]

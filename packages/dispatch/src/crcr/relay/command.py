@@ -56,6 +56,22 @@ def _positive(text: str) -> int:
     return value
 
 
+def _consumers(given: list[str], repo: str) -> dict[str, str]:
+    """`--consumer` values, each `OWNER/REPO=URL` or a bare URL (the consumer of `--repo`), as repo -> URL."""
+    consumers: dict[str, str] = {}
+    for value in given:
+        if value.startswith(("http://", "https://")):  # a URL's query may hold "=": not a REPO=URL
+            name, url = repo, value
+        elif "=" in value:
+            name, url = value.split("=", 1)
+        else:
+            raise ValueError(f"--consumer {value!r}: expected OWNER/REPO=URL or a URL")
+        if name.lower() in consumers:
+            raise ValueError(f"--consumer: {name} is given twice")
+        consumers[name.lower()] = url
+    return consumers
+
+
 def _write_ready(path: Path, info: dict[str, Any]) -> None:
     """Write atomically, so a script polling for the file never reads half of it."""
     partial = path.with_name(f".{path.name}.partial")
@@ -75,6 +91,7 @@ def _serve(args: argparse.Namespace) -> int:
         sweep_after=args.sweep_after,
         issuer=Issuer(repository=args.repo, token_lifetime=args.token_lifetime),
         reports=Path(args.reports) if args.reports else None,
+        consumers=_consumers(args.consumer, args.repo),
     )
     server = start(relay, args.host, args.port)
     info = {
@@ -103,12 +120,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             webhook = json.load(source)
         except json.JSONDecodeError as exc:
             raise DispatchError(f"{args.webhook}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    asked = {"event_type": args.event, "payload": webhook} | ({"to": args.to} if args.to else {})
+    asked = {"event_type": args.event, "payload": webhook, "to": args.to, "delivery_id": args.delivery_id}
     answer = http.request("POST", f"{args.relay.rstrip('/')}/dispatch", json_body=asked).body
     payload = answer["client_payload"]
     if payload is None:
         print(f"not dispatched: {answer['skipped']}", file=sys.stderr)
         return 1
+    if answer["repeated"]:
+        print(f"repeated delivery {payload['delivery_id']}: recorded and posted before, nothing sent again",
+              file=sys.stderr)  # fmt: skip
     if args.event_file:
         repos = answer["repositories"]
         if not repos:
@@ -133,6 +153,9 @@ def add_relay(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--fail-ratio", type=_ratio, default=0.0, help="answer this fraction of callbacks 429/503")
     serve.add_argument("--fail-seed", type=int, default=0, help="seed of the injected faults (default: 0)")
     serve.add_argument("--sweep-after", type=float, default=SWEEP_AFTER, help="close IN_PROGRESS older (seconds)")
+    serve.add_argument("--consumer", action="append", default=[], metavar="REPO=URL",
+                       help="a URL dispatches may be POSTed to (`dispatch --to`), for an allowlisted repo; a bare URL "
+                       "is --repo's; repeatable. No other URL is ever posted to")  # fmt: skip
     serve.add_argument("--token-lifetime", type=_positive, default=TOKEN_LIFETIME, metavar="SECONDS",
                        help="how long the runner token endpoint's tokens live (default: %(default)s)")  # fmt: skip
     serve.add_argument("--reports", help="a folder of run directories whose reports the HUD links (.tributary/runs)")
@@ -144,7 +167,10 @@ def add_relay(sub: argparse._SubParsersAction) -> None:
     send.add_argument("--event", required=True, choices=("pull_request", "push"), help="the upstream event")
     send.add_argument("--webhook", required=True, help="the raw GitHub webhook JSON (- for stdin)")
     target = send.add_mutually_exclusive_group()
-    target.add_argument("--to", help="POST the repository_dispatch to this consumer URL")
+    target.add_argument("--to", help="POST the repository_dispatch to this consumer URL (one the relay serves with "
+                        "--consumer)")  # fmt: skip
     target.add_argument("--event-file", help="write the repository_dispatch event file ($GITHUB_EVENT_PATH) here")
     send.add_argument("--repo", help="the repository the event file names (default: the first allowlisted)")
+    send.add_argument("--delivery-id", help="the webhook's X-GitHub-Delivery (default: a fresh one); the same id "
+                      "again is a redelivery, dispatched once")  # fmt: skip
     send.set_defaults(run=_guarded(_dispatch))

@@ -2,12 +2,14 @@
 
 GitHub delivers a `repository_dispatch` as a run whose event file (`$GITHUB_EVENT_PATH`) holds
 `{"action": event_type, "client_payload": ..., "repository": ...}`; locally the same dispatch is either POSTed, in
-the REST API's shape `{"event_type", "client_payload"}`, to a consumer URL, or written as that event file.
+the REST API's shape `{"event_type", "client_payload"}`, to a configured consumer URL, or written as that event file.
+The delivery id is the webhook's own (`X-GitHub-Delivery`) when given, so a redelivered webhook is recognised.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,10 +21,35 @@ from crcr import http
 PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
 #: GitHub's cap on a repository_dispatch client_payload, in bytes.
 CLIENT_PAYLOAD_MAX = 65535
+#: A delivery id the relay takes from a webhook: GitHub's are GUIDs, a self-report's a sha; it is a database key and
+#: shown on the HUD, so it stays one short line of plain characters.
+DELIVERY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 class DispatchError(Exception):
-    """A webhook the relay cannot dispatch (wrong event type, not an object, too large)."""
+    """A webhook the relay cannot dispatch (wrong event type, not an object, too large, a malformed delivery id)."""
+
+
+class UnknownConsumer(DispatchError):
+    """A `to` that is not a configured consumer: the relay posts nowhere it was not told to at start (a 403)."""
+
+
+def given_delivery_id(header: str | None, field: Any) -> str | None:
+    """The webhook's delivery id from the `X-GitHub-Delivery` header or the body's `delivery_id` (None when neither
+    is given); DispatchError when it is malformed or the two disagree."""
+    if header is not None and field is not None and header != field:
+        raise DispatchError("the X-GitHub-Delivery header and the body's delivery_id disagree")
+    given = field if header is None else header
+    return None if given is None else checked_delivery_id(given)
+
+
+def checked_delivery_id(value: Any) -> str:
+    """`value` when it is a sane delivery id, else DispatchError saying what one looks like."""
+    if not isinstance(value, str) or not DELIVERY_ID.fullmatch(value):
+        shown = repr(value)[:60]
+        raise DispatchError(f"delivery_id must be 1-128 letters, digits, '.', '_' or '-' (starting with a letter or "
+                            f"digit): {shown}")  # fmt: skip
+    return value
 
 
 def skipped(event_type: str, webhook: Any) -> str:
@@ -37,8 +64,9 @@ def skipped(event_type: str, webhook: Any) -> str:
 
 
 def client_payload(event_type: str, webhook: Mapping[str, Any], delivery_id: str | None = None) -> dict[str, Any]:
-    """`{event_type, delivery_id, payload}` with the webhook verbatim and a fresh uuid4 as the delivery id."""
-    built = {"event_type": event_type, "delivery_id": delivery_id or str(uuid.uuid4()), "payload": webhook}
+    """`{event_type, delivery_id, payload}` with the webhook verbatim, under its own delivery id or a fresh uuid4."""
+    delivery_id = str(uuid.uuid4()) if delivery_id is None else checked_delivery_id(delivery_id)
+    built = {"event_type": event_type, "delivery_id": delivery_id, "payload": webhook}
     size = len(json.dumps(built).encode())
     if size > CLIENT_PAYLOAD_MAX:
         raise DispatchError(f"client_payload is {size} bytes, over GitHub's {CLIENT_PAYLOAD_MAX}")

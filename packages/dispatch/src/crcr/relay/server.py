@@ -32,9 +32,10 @@ import random
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from crcr.relay.allowlist import Allowlist
 from crcr.relay.auth import Unauthorized, Verifier
 from crcr.relay.issuer import TOKEN_LIFETIME, Issuer
 from crcr.relay.ratelimit import SlidingWindow
-from crcr.relay.store import Store
+from crcr.relay.store import DeliveryConflict, Store
 from crcr.relay.validate import Rejected, check
 from crcr.relay.web import Reply, Request, Server, base_url, bind, html_reply, json_reply, serving
 
@@ -86,14 +87,26 @@ class Faults:
 
 @dataclass
 class Settings:
-    """What the relay enforces: who is allowed at which level, how fast, how long a job may stay open, and how much
-    clock skew a token's times may show."""
+    """What the relay enforces: who is allowed at which level, where a dispatch may be posted, how fast, how long a
+    job may stay open, and how much clock skew a token's times may show."""
 
     allowlist: Allowlist
     rate_limit: int = 60
     sweep_after: float = SWEEP_AFTER
     reports: Path | None = None  # a folder of run directories (`.tributary/runs`) whose reports the HUD links
     leeway: float = LEEWAY
+    #: Downstream repo -> the URL its repository_dispatch is posted to: the only URLs a dispatch's `to` may name.
+    consumers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What one dispatch request did: the client_payload (None when not dispatched, `skipped` saying why), and
+    whether it repeated a delivery already recorded (then nothing was recorded or posted again)."""
+
+    client_payload: dict[str, Any] | None
+    skipped: str = ""
+    repeated: bool = False
 
 
 class Relay:
@@ -169,29 +182,51 @@ class Relay:
             return json_reply(400, {"error": str(exc), "rule": exc.rule})
         return json_reply(200, {"state": new, "notes": list(callback.notes)})
 
-    def dispatch(self, event_type: str, webhook: Any, to: str | None = None) -> dict[str, Any] | None:
+    def dispatch(
+        self, event_type: str, webhook: Any, to: str | None = None, delivery_id: str | None = None
+    ) -> dict[str, Any] | None:
         """Dispatch an upstream webhook to every allowlisted repo; the client_payload, None if not dispatched."""
-        if dispatch.skipped(event_type, webhook):
-            return None
-        payload = dispatch.client_payload(event_type, webhook)
-        self.store.record_dispatch(payload["delivery_id"], self.settings.allowlist.downstream(), event_type, webhook)
-        if to:
-            dispatch.post(payload, to)
-        return payload
+        return self._dispatch(event_type, webhook, to, delivery_id).client_payload
+
+    def _dispatch(self, event_type: Any, webhook: Any, to: str | None, delivery_id: str | None) -> Dispatched:
+        """Record the dispatch and POST it to `to`, a configured consumer. A redelivery of a recorded delivery id
+        (same event and webhook) records and posts nothing; one that never reached its consumer is forgotten, so
+        GitHub's redelivery of the webhook dispatches it afresh."""
+        if to is not None and to not in self.settings.consumers.values():
+            raise dispatch.UnknownConsumer(f"to: {to[:200]!r} is not a configured consumer (crcr relay serve "
+                                           "--consumer REPO=URL)")  # fmt: skip
+        if reason := dispatch.skipped(event_type, webhook):
+            return Dispatched(None, reason)
+        payload = dispatch.client_payload(event_type, webhook, delivery_id)
+        repos = self.settings.allowlist.downstream()
+        if not self.store.record_dispatch(payload["delivery_id"], repos, event_type, webhook):
+            return Dispatched(payload, repeated=True)
+        if to is not None:
+            try:
+                dispatch.post(payload, to)
+            except http.HTTPError:
+                self.store.forget_dispatch(payload["delivery_id"])
+                raise
+        return Dispatched(payload)
 
     def _dispatch_request(self, request: Request) -> Reply:
         try:
             asked = json.loads(request.body)
             if not isinstance(asked, Mapping) or not isinstance(asked.get("to") or "", str):
-                raise dispatch.DispatchError("the body must be {event_type, payload, to?}")
-            reason = dispatch.skipped(asked.get("event_type"), asked.get("payload"))
-            payload = None if reason else self.dispatch(asked["event_type"], asked["payload"], asked.get("to"))
+                raise dispatch.DispatchError("the body must be {event_type, payload, to?, delivery_id?}")
+            given = dispatch.given_delivery_id(request.headers.get("x-github-delivery"), asked.get("delivery_id"))
+            done = self._dispatch(asked.get("event_type"), asked.get("payload"), asked.get("to") or None, given)
+        except dispatch.UnknownConsumer as exc:
+            return json_reply(403, {"error": str(exc)})
+        except DeliveryConflict as exc:
+            return json_reply(409, {"error": str(exc)})
         except (json.JSONDecodeError, dispatch.DispatchError) as exc:
             return json_reply(400, {"error": str(exc).splitlines()[0]})
         except http.HTTPError as exc:
             return json_reply(502, {"error": f"the consumer refused the dispatch: {exc}"})
-        repos = self.settings.allowlist.downstream() if payload else []
-        return json_reply(200, {"client_payload": payload, "repositories": repos, "skipped": reason})
+        repos = self.settings.allowlist.downstream() if done.client_payload else []
+        return json_reply(200, {"client_payload": done.client_payload, "repositories": repos,
+                                "skipped": done.skipped, "repeated": done.repeated})  # fmt: skip
 
     def _maybe_sweep(self) -> None:
         """Sweep at most a few times per max age, so a busy relay does not write on every request."""
@@ -226,6 +261,17 @@ def _allowlist(given: Mapping[str, int] | Allowlist | Path | str | None, issuer:
     return Allowlist.of(given)
 
 
+def _consumers(given: Mapping[str, str], allowlist: Allowlist) -> dict[str, str]:
+    """Each consumer's repo allowlisted and its URL http(s) with a host, or ValueError naming the bad one."""
+    for repo, url in given.items():
+        if not allowlist.level(repo):
+            raise ValueError(f"consumer {repo}: not an allowlisted repository")
+        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"consumer {repo}: {url!r} is not an http(s) URL")
+    return {repo.lower(): url for repo, url in given.items()}
+
+
 def build(
     db_path: Path,
     *,
@@ -238,14 +284,17 @@ def build(
     reports: Path | None = None,
     token_lifetime: int | None = None,
     leeway: float = LEEWAY,
+    consumers: Mapping[str, str] | None = None,
 ) -> Relay:
     """A relay over the database at `db_path`, not yet bound to a server; `reports` is a folder of run directories
     whose report files it serves under /reports/. `token_lifetime` is its own issuer's (a given `issuer` has its
-    own); `leeway` is the clock skew the token checks allow."""
+    own); `leeway` is the clock skew the token checks allow; `consumers` maps allowlisted repos to the URLs a
+    dispatch may be posted to."""
     if issuer is not None and token_lifetime is not None:
         raise ValueError("token_lifetime belongs to the issuer: pass Issuer(..., token_lifetime=...) instead")
     issuer = issuer or Issuer(token_lifetime=TOKEN_LIFETIME if token_lifetime is None else token_lifetime)
-    settings = Settings(_allowlist(allowlist, issuer), rate_limit, sweep_after, reports, leeway)
+    known = _allowlist(allowlist, issuer)
+    settings = Settings(known, rate_limit, sweep_after, reports, leeway, _consumers(consumers or {}, known))
     return Relay(Store(Path(db_path)), issuer, settings, Faults(fail_ratio, fail_seed))
 
 

@@ -38,6 +38,10 @@ JSON_COLUMNS = ("test_results", "verdict", "failed_tests", "notes")
 ADDED_COLUMNS = (("jobs", "swept_at", "REAL"),)
 
 
+class DeliveryConflict(Exception):
+    """A delivery id already recorded for another event or webhook (a 409): ids are never reused for new content."""
+
+
 def _dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True)
 
@@ -83,12 +87,32 @@ class Store:
                 raise
             db.execute("COMMIT")
 
-    def record_dispatch(self, delivery_id: str, repos: list[str], event_type: str, payload: Mapping[str, Any]) -> None:
-        """The delivery was sent to each repo: their callbacks for it are now expected."""
+    def record_dispatch(self, delivery_id: str, repos: list[str], event_type: str, payload: Mapping[str, Any]) -> bool:
+        """The delivery was sent to each repo: their callbacks for it are now expected. False when the id was already
+        recorded for this event and webhook (a redelivery): only repos it was not recorded for are added.
+        DeliveryConflict when it was recorded for another event or webhook."""
         with self._transaction() as db:
+            rows = db.execute(
+                "SELECT repo, event_type, payload FROM deliveries WHERE delivery_id = ?", (delivery_id,)
+            ).fetchall()
+            if any(row["event_type"] != event_type or json.loads(row["payload"]) != payload for row in rows):
+                raise DeliveryConflict(f"delivery {delivery_id} was already dispatched for another event or webhook")
+            known = {row["repo"] for row in rows}
             db.executemany(
                 "INSERT INTO deliveries (delivery_id, repo, event_type, payload, dispatched_at) VALUES (?, ?, ?, ?, ?)",
-                [(delivery_id, repo.lower(), event_type, json.dumps(payload), time.time()) for repo in repos],
+                [(delivery_id, repo.lower(), event_type, json.dumps(payload), time.time())
+                 for repo in repos if repo.lower() not in known],
+            )  # fmt: skip
+        return not rows
+
+    def forget_dispatch(self, delivery_id: str) -> None:
+        """Undo the record of a delivery that never reached its consumer, so the webhook's redelivery is dispatched
+        afresh; a repo that already reported a job for it keeps its record."""
+        with self._transaction() as db:
+            db.execute(
+                "DELETE FROM deliveries WHERE delivery_id = ? AND NOT EXISTS (SELECT 1 FROM jobs "
+                "WHERE jobs.delivery_id = deliveries.delivery_id AND jobs.repo = deliveries.repo)",
+                (delivery_id,),
             )
 
     def apply(self, repo: str, callback: Callback, body: Mapping[str, Any], now: float | None = None) -> str:
