@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crcr.configfile import ConfigError, Fields, located, read_mapping
+from crcr.credentials import is_credential
 
 #: The error every config of the pipeline raises: one line naming the file, the line and the field.
 CIConfigError = ConfigError
@@ -29,6 +30,7 @@ class DeviceProfile:
     backend: str = ""  # --testreuse-backend MODULE[:FUNC]; "" when the backend autoloads
     pythonpath: tuple[str, ...] = ()  # folders the backend module is imported from
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> suite kind -> config folder
+    environment: tuple[str, ...] = ()  # host variables (names or shell patterns) the shards get besides the base set
     source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
 
     def config_folder(self, kind: str, variant: str = "") -> str:
@@ -129,7 +131,7 @@ def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str,
     return declared, tuple(name for name in config.variants if name not in profile.variants)
 
 
-_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants"}
+_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants", "environment"}
 
 
 def load_profile(configs_dir: Path, name: str) -> DeviceProfile:
@@ -152,6 +154,10 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         if not isinstance(folders, dict):
             raise CIConfigError(f"{path}: variants.{variant}: expected a mapping (embedded/upstream: FOLDER)")
         variants[variant] = _folders(path, f"variants.{variant}", folders)
+    environment = top.texts("environment")
+    for index, variable in enumerate(environment):
+        if is_credential(variable):
+            raise top.fail(f"environment[{index}]", f"{variable!r} looks like a credential: shards never get one")
     return DeviceProfile(
         name=name,
         device=top.text("device"),
@@ -160,6 +166,7 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         backend=str(top.data.get("backend", "") or ""),
         pythonpath=top.texts("pythonpath"),
         variants=variants,
+        environment=environment,
         source=path,
     )
 

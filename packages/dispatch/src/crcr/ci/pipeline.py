@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import platform
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from crcr.ci import (
     attribution,
@@ -32,6 +33,7 @@ from crcr.ci import (
     report,
     reuse,
     runner,
+    shardenv,
     worktrees,
 )  # fmt: skip
 from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, split_variants
@@ -50,6 +52,8 @@ from crcr.ci.model import (
     TestOutcome,
     to_json,
 )
+
+T = TypeVar("T")
 
 
 class Progress(Protocol):
@@ -102,9 +106,45 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     report.html)."""
     record, run_dir, planned = start(ctx, trigger)
     for combination in planned:
-        record.combinations.append(run_combination(ctx, combination, run_dir / safe_name(combination.name)))
+        started = time.monotonic()
+        step = functools.partial(run_combination, ctx, combination, run_dir / safe_name(combination.name))
+        result = settled(ctx, combination, step)
+        result.wall_seconds = result.wall_seconds or round(time.monotonic() - started, 3)
+        record.combinations.append(result)
     conclude(ctx, record, run_dir)
     return record, run_dir
+
+
+#: What can end one combination early without being a bug: its checkout, core, build, environment, collection,
+#: shards, durations or history, or the machine under them. The run goes on with the next combination.
+COMBINATION_ERRORS: tuple[type[Exception], ...] = (
+    worktrees.WorktreeError, cores.CoreError, build.BuildError, envs.EnvError, runner.RunnerError,
+    isolation.IsolationError, history.HistoryError, OSError,
+)  # fmt: skip
+#: The step each kind of error comes from, as the combination's reason says it.
+ERROR_STEPS = {
+    worktrees.WorktreeError: "checkout", cores.CoreError: "core", build.BuildError: "build",
+    envs.EnvError: "environment", runner.RunnerError: "runner", isolation.IsolationError: "isolation",
+    history.HistoryError: "history", OSError: "machine",
+}  # fmt: skip
+
+
+def settled(ctx: Context, combination: Combination, step: Callable[[], T]) -> T | CombinationResult:
+    """`step()`, or the combination's `error` result naming the step and its first error line: one combination
+    whose environment cannot be made must not cost the others their results, the record or the report."""
+    try:
+        return step()
+    except COMBINATION_ERRORS as exc:
+        result = CombinationResult(combination, "error", reason=error_reason(exc))
+        ctx.progress.done(combination.name, outcome_line(result))
+        return result
+
+
+def error_reason(exc: BaseException) -> str:
+    """`STEP: first line of the error`."""
+    kind = next((name for cls, name in ERROR_STEPS.items() if isinstance(exc, cls)), type(exc).__name__)
+    text = str(exc).strip().splitlines()
+    return f"{kind}: {text[0][:300] if text else type(exc).__name__}"
 
 
 def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path, list[Combination]]:
@@ -161,7 +201,11 @@ def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
     _upstream_from_core_matrix(record.combinations)
     for result in record.combinations:
         if result.combination.matrix == "primary":
-            attribute_failures(ctx, result, run_dir / "attribution")
+            try:
+                attribute_failures(ctx, result, run_dir / "attribution")
+            except COMBINATION_ERRORS as exc:  # the failures stay unattributed; the run still concludes
+                ctx.progress.note(f"{result.combination.name}: attribution not done: {error_reason(exc)}")
+                result.reason = result.reason or f"attribution not done: {error_reason(exc)}"
     previous = {
         r.combination.name: green[2]
         for r in record.combinations
@@ -269,6 +313,7 @@ def combination_inputs(ctx: Context, combination: Combination, built: BuildResul
     del limits["parallel"]  # how many shards run at once changes no outcome
     if ctx.config.isolation == "docker":
         limits["image"] = ctx.config.image
+    limits["environment"] = shardenv.matching(os.environ, ctx.profile.environment)  # what the profile passes on
     paths = [ctx.repo / p for p in ctx.profile.pythonpath]
     return reuse.inputs(combination, built, cores.wheel_sha256(torch_wheel), configs, ctx.profile.source, paths, limits)
 
@@ -310,15 +355,19 @@ def finish(
     """Fold the durations into the store, classify every failure from what moved since the last green run."""
     combination = prepared.combination
     results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
-    runner.merge_durations(suite, ctx.durations, combination.name, results, workdir)
+    try:
+        runner.merge_durations(suite, ctx.durations, combination.name, results, workdir)
+        unmerged = ""
+    except runner.RunnerError as exc:  # the results stand; the combination says the store did not take them
+        unmerged = f"durations: {exc}"
     last = history.last_green(ctx.history, combination.name, scope=ctx.scope(combination))
     moved = moved_since(combination, last[1] if last else None)
     for test in tests:
         if test.failing or test.flaky:
             test.classification = classify(test, moved, _log_excerpt(workdir, test))
-    status = "failed" if any(t.failing for t in tests) else "passed"
+    status = "error" if unmerged else "failed" if any(t.failing for t in tests) else "passed"
     seconds = sum(s.seconds for s in shards)
-    result = CombinationResult(combination, status, prepared.build, shards=shards, tests=tests,
+    result = CombinationResult(combination, status, prepared.build, reason=unmerged, shards=shards, tests=tests,
                                seconds=round(seconds, 3), inputs=prepared.inputs)  # fmt: skip
     (workdir / "plan.json").write_text(json.dumps(prepared.plan, indent=1, sort_keys=True) + "\n")
     return result
@@ -346,7 +395,9 @@ def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Su
     env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
     where = isolation.isolation(ctx.config.isolation, ctx.config.image)
     reads = (*paths, isolation.interpreter_prefix(python)) if where.name == "docker" else tuple(paths)
-    return runner.Suite(python, configs, root, ctx.profile.device, ctx.profile.backend, env, where, reads)
+    return runner.Suite(
+        python, configs, root, ctx.profile.device, ctx.profile.backend, env, where, reads, ctx.profile.environment
+    )
 
 
 def _git_head(root: Path) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from crcr.ci.isolation import Completed, DockerIsolation, Mounts, ProcessIsolation
 from crcr.ci.model import FAILING, ShardResult, TestOutcome
+from crcr.ci.shardenv import shard_environment
 from crcr.ci.watch import Report, Watcher, shard_watches
 
 #: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
@@ -43,6 +44,7 @@ class Suite:
     env: Mapping[str, str] = field(default_factory=dict)  # e.g. PYTHONPATH for a backend module
     isolation: ProcessIsolation | DockerIsolation = field(default_factory=ProcessIsolation)  # where shards run
     reads: tuple[Path, ...] = ()  # more host paths a shard reads (the interpreter's installation, backend modules)
+    passed: tuple[str, ...] = ()  # host variables (names or patterns) the device needs, from its profile
 
     def mounts(self, workdir: Path) -> Mounts:
         """What a shard's container needs: its environment, suite and configs to read, `workdir` to write."""
@@ -77,8 +79,9 @@ class Collected:
 
 
 def _environ(suite: Suite, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
-    return {**env, **suite.env, **(extra or {}), "PYTHONDONTWRITEBYTECODE": "1"}
+    """What a child that imports the suite's test files gets: the allow-list (crcr.ci.shardenv), not the host's."""
+    fixed = {**suite.env, **(extra or {}), "PYTHONDONTWRITEBYTECODE": "1"}
+    return shard_environment(os.environ, suite.passed, fixed)
 
 
 def _pytest(suite: Suite, *args: str) -> list[str]:

@@ -1,0 +1,193 @@
+"""A real run of `crcr ci` on the CPU-fallback device (fallbackdev, a privateuse1 backend module from testreuse's
+tests): a variant's combination runs with its own folder and keeps its results, durations, history and report row
+apart; a device without the variant skips it with a note; and a combination whose environment cannot be made is an
+`error` of its own while the others' results reach the record and the report. The backend build, the torch download
+and the environment are this interpreter's (each is tested on its own); everything else is the pipeline's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from crcr.ci import build, combinations, cores, envs, history
+from crcr.ci.model import BuildResult, Candidate, CombinationResult, from_json
+from crcr.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=ci@example.invalid", "-c", "user.name=ci", "commit", "-q", "-m", message)
+
+
+def fake_core(version: str, cache: Path) -> Candidate:
+    """A core candidate without fetching torch: planning only needs its name and sha."""
+    return Candidate("core", version, version, f"wheel-{version}")
+
+
+EAGER_TESTS = "TestViewOps::test_view_view"
+VARIANT_TESTS = "TestViewOps::test_transpose_view"
+
+
+def _config(names: str) -> str:
+    return (
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_view_ops.py\n"
+        f"      unlisted_test_mode: skip\n      tests:\n        - names: [{names}]\n          mode: mandatory_success\n"
+    )
+
+
+def _profile(repo: Path, **fields: object) -> dict:
+    """fallbackdev's profile with `fields`, into the repository. This interpreter also holds ring, which loads
+    itself with torch unless TORCH_DEVICE_BACKEND_AUTOLOAD=0 reaches the shards: the profile passes it on."""
+    profile = yaml.safe_load((REPO / "configs" / "devices" / "fallbackdev.yaml").read_text())
+    profile.update(fields, environment=["TORCH_DEVICE_BACKEND_AUTOLOAD"])
+    (repo / "configs" / "devices").mkdir(parents=True, exist_ok=True)
+    (repo / "configs" / "devices" / "fallbackdev.yaml").write_text(yaml.safe_dump(profile))
+    return profile
+
+
+@pytest.fixture
+def fallback_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[tuple[Path, Path]]]:
+    """A backend repository running one embedded test file on fallbackdev, from a test copy of its profile with a
+    `compile` variant whose folder selects other tests (so a result shows which folder it ran). The backend build,
+    the torch download and the environment are this interpreter's (they are tested on their own); everything else
+    is the pipeline's. Returns the repository and the (checkout, torch wheel) of every build asked for."""
+    repo = tmp_path / "backend"
+    tree = repo / combinations.EMBEDDED_TREE / "test"
+    tree.mkdir(parents=True)
+    shutil.copy(REPO / combinations.EMBEDDED_TREE / "test" / "test_view_ops.py", tree)
+    profile = _profile(repo, variants={"compile": {"embedded": "configs/fallbackdev-compile"}})
+    for folder, names in (
+        (profile["configs"]["embedded"], EAGER_TESTS),
+        ("configs/fallbackdev-compile", VARIANT_TESTS),
+    ):
+        (repo / folder).mkdir(parents=True, exist_ok=True)
+        (repo / folder / "embedded.yaml").write_text(_config(names))
+    (repo / "configs" / "ci.yaml").write_text(
+        "device: fallbackdev\ncore: {versions: ['2.13.0']}\nshards: {count: 1, parallel: 1}\nretries: 0\n"
+        "variants: [compile]\n"
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit(repo, "backend")
+    for path in profile["pythonpath"]:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).symlink_to(REPO / path)  # the fallbackdev module and its C++ sources, compiled once per machine
+    wheel = tmp_path / "torch-2.13.0-py3-none-any.whl"
+    wheel.write_bytes(b"stand-in")
+    builds: list[tuple[Path, Path]] = []
+
+    def fake_build(checkout: Path, torch_wheel: Path, cache: Path, log: object) -> BuildResult:
+        builds.append((checkout, torch_wheel))
+        return BuildResult(True)
+
+    monkeypatch.setattr(combinations, "core", fake_core)
+    monkeypatch.setattr(cores, "torch_wheel", lambda version, cache: wheel)
+    monkeypatch.setattr(build, "build_backend", fake_build)
+    monkeypatch.setattr(envs, "environment", lambda *args: Path(sys.executable))
+    # this interpreter may hold another backend that autoloads and takes privateuse1 (a profile's own environment
+    # holds only its wheels)
+    monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+    return repo, builds
+
+
+def test_a_variant_runs_end_to_end_as_a_combination_of_its_own(fallback_repo) -> None:
+    repo, builds = fallback_repo
+    cache = repo.parent / "cache"
+    status = main(["ci", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)])
+    (run_dir,) = (cache / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert status == 0, summary["verdict"]
+    rows = {c["name"]: c for c in summary["combinations"]}
+    assert list(rows) == ["primary", "primary+compile"]
+    assert [rows[n]["variant"] for n in rows] == ["", "compile"]
+    assert rows["primary"]["matrix"] == rows["primary+compile"]["matrix"] == "primary"
+    record = json.loads((run_dir / "record.json").read_text())
+    assert [from_json(CombinationResult, r).combination.variant for r in record["combinations"]] == ["", "compile"]
+    ran = {r["combination"]["name"]: {t["nodeid"] for t in r["tests"]} for r in record["combinations"]}
+    assert ran["primary"]
+    assert all("::test_view_view_" in n for n in ran["primary"])
+    assert ran["primary+compile"]
+    assert all("::test_transpose_view_" in n for n in ran["primary+compile"])  # the variant's folder
+    assert {t["outcome"] for r in record["combinations"] for t in r["tests"]} == {"passed"}
+    assert len(builds) == 2  # both combinations ask for the backend x core built once (keyed by sha)
+    assert len(set(builds)) == 1
+    assert "primary matrix, compile variant" in (run_dir / "report.html").read_text()
+    assert (run_dir / "primary_compile" / "shard-1" / "results.jsonl").stat().st_size > 0
+    durations = json.loads((cache / "durations.json").read_text())["ci"]
+    assert {"primary", "primary+compile"} <= set(durations)
+    db = cache / "history.sqlite"
+    greens = {name: history.last_green(db, name) for name in ran}
+    assert {name: set(green[2]) for name, green in greens.items() if green} == ran  # each its own last green run
+
+
+def test_a_device_without_the_variant_runs_the_same_ci_yaml_and_skips_it(
+    fallback_repo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`nox -s ci -- --device fallbackdev` with a ci.yaml asking for `compile`, which only another device declares:
+    the plain combinations run and pass, and the variant is one line on stderr and a note in summary.json."""
+    repo, builds = fallback_repo
+    _profile(repo)  # the real one: no variants
+    cache = repo.parent / "cache"
+    config = repo / "configs" / "ci.yaml"
+    assert "variants: [compile]" in config.read_text()
+    argv = ["ci", "--config", str(config), "--device", "fallbackdev", "--repo", str(repo), "--cache", str(cache)]
+    status = main(argv)
+    err = capsys.readouterr().err.splitlines()
+    (run_dir,) = (cache / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert status == 0, summary["verdict"]
+    assert [line for line in err if "variant" in line] == [
+        "variant compile: not declared by device profile fallbackdev; skipped"
+    ]
+    assert not any(line.startswith("error:") for line in err)
+    assert summary["skipped_variants"] == ["compile"]
+    assert [(c["name"], c["variant"], c["status"]) for c in summary["combinations"]] == [("primary", "", "passed")]
+    assert json.loads((run_dir / "record.json").read_text())["skipped_variants"] == ["compile"]
+    assert "compile (not declared by device profile fallbackdev)" in (run_dir / "report.html").read_text()
+    assert not (run_dir / "primary_compile").exists()
+    assert len(builds) == 1
+
+
+def test_a_combination_whose_environment_fails_is_an_error_and_the_others_are_reported(
+    fallback_repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first combination's environment cannot be made (uv itself fails: its target is a file): that combination
+    is `error` with uv's first line, and the next one still runs, so the record, summary and report hold both."""
+    repo, _ = fallback_repo
+    cache = repo.parent / "cache"
+    blocked = repo.parent / "blocked-venv"
+    blocked.write_text("a file where the venv would go")
+    made: list[str] = []
+
+    def first_fails(*_args: object) -> Path:
+        made.append("env")
+        return envs.venv(blocked, cache) if len(made) == 1 else Path(sys.executable)
+
+    monkeypatch.setattr(envs, "environment", first_fails)
+    status = main(["ci", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)])
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert "Traceback" not in err
+    (run_dir,) = (cache / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = {c["name"]: c for c in summary["combinations"]}
+    assert rows["primary"]["status"] == "error"
+    assert rows["primary"]["reason"].startswith(f"environment: could not create a venv at {blocked}")
+    assert rows["primary+compile"]["status"] == "passed"
+    assert summary["verdict"].startswith("red: primary error")
+    record = json.loads((run_dir / "record.json").read_text())
+    compiled = next(r for r in record["combinations"] if r["combination"]["name"] == "primary+compile")
+    assert compiled["tests"]
+    assert {t["outcome"] for t in compiled["tests"]} == {"passed"}
+    assert "could not create a venv" in (run_dir / "report.html").read_text()
+    assert f"summary: {run_dir / 'summary.json'}" in out
