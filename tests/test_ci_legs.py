@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from crcr.ci import legs, pipeline, runner
+from crcr.ci import legs, legstate, pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.model import BuildResult, Prepared, RunRecord
 from embedded import COMBINATION, config_folder, ring_suite
@@ -45,6 +45,10 @@ def test_two_legs_merge_into_one_run_that_accounts_for_every_test(prepared, tmp_
     halves = [json.loads((d / legs.LEG).read_text())["tests"] for d in leg_dirs]
     assert all(halves)
     assert not {t["nodeid"] for t in halves[0]} & {t["nodeid"] for t in halves[1]}  # each test in one leg only
+    state = json.loads((leg_dirs[0] / legstate.STATE).read_text())
+    assert (state["combination"], state["shard"], state["tests"]) == ("primary", 1, len(halves[0]))
+    assert state["started"]
+    assert state["host"]
 
     record, run_dir = legs.merge(ctx, out, leg_dirs, suite_of=lambda _c, _p: suite)
     (result,) = record.combinations
@@ -78,6 +82,7 @@ def test_bad_folders_are_one_line_naming_them(prepared, tmp_path: Path) -> None:
         legs.run_leg(ctx, out, "nope", 1, tmp_path / "x", suite_of=lambda _c, _p: suite)
     with pytest.raises(runner.RunnerError, match="the plan has no shard 9"):
         legs.run_leg(ctx, out, "primary", 9, tmp_path / "y", suite_of=lambda _c, _p: suite)
+    assert not (tmp_path / "y").exists()  # a leg that cannot start leaves no state claiming a shard
     broken = tmp_path / "broken-leg"
     broken.mkdir()
     (broken / legs.LEG).write_text("{not json")

@@ -153,7 +153,7 @@ def add_distributed(sub: argparse._SubParsersAction) -> None:
     leg.add_argument("--prepared", required=True, help="a folder written by `crcr prepare`")
     leg.add_argument("--combination", required=True, help="a combination named in matrix.json")
     leg.add_argument("--shard", required=True, type=int, help="a shard index named in matrix.json")
-    leg.add_argument("--out", required=True, help="the leg's folder to write (results, JUnit, log, leg.json)")
+    leg.add_argument("--out", required=True, help="the leg's folder (leg-state.json, results, JUnit, log, leg.json)")
     leg.set_defaults(run=_leg)
     merge = sub.add_parser("merge", help="merge the legs into one run: classify, attribute, record, report")
     _options(merge)

@@ -11,13 +11,13 @@ machine does: classification, attribution, history, record and report.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crcr.ci import pipeline, runner
+from crcr.ci import legstate, pipeline, runner
+from crcr.ci.legstate import LEG, LegError, read_json, write_json
 from crcr.ci.model import (
     BuildResult,
     CombinationResult,
@@ -31,13 +31,8 @@ from crcr.ci.model import (
 
 HEADER = "run.json"
 MATRIX = "matrix.json"
-LEG = "leg.json"
 
 SuiteOf = Callable[[pipeline.Context, Prepared], runner.Suite]
-
-
-class LegError(Exception):
-    """A prepared folder or a leg folder that cannot be used: one line naming it."""
 
 
 def prepare(ctx: pipeline.Context, trigger: dict[str, object], out: Path) -> dict[str, Any]:
@@ -59,9 +54,9 @@ def write_prepared(
 ) -> dict[str, Any]:
     """The prepared folder's header (run.json) and its matrix (matrix.json, also returned): one leg per shard."""
     header = {"record": to_json(record), "prepared": to_json(prepared), "ended": to_json(ended), "order": order}
-    _write(out / HEADER, header)
+    write_json(out / HEADER, header)
     matrix = {"include": [{"combination": p.combination.name, "shard": i} for p in prepared for i in p.shard_indexes()]}
-    _write(out / MATRIX, matrix)
+    write_json(out / MATRIX, matrix)
     return matrix
 
 
@@ -69,13 +64,17 @@ def run_leg(
     ctx: pipeline.Context, prepared_dir: Path, combination: str, shard: int, out: Path,
     suite_of: SuiteOf | None = None,
 ) -> int:  # fmt: skip
-    """One shard of one prepared combination, with its retries, into `out` (results, JUnit, log and leg.json);
-    returns how many of its tests end failing."""
+    """One shard of one prepared combination, with its retries, into `out`: its state file first, then results,
+    JUnit and log, and leg.json last; returns how many of its tests end failing."""
     prepared = _find(_load(prepared_dir)[1], combination, prepared_dir)
-    suite = (suite_of or pipeline.combination_suite)(ctx, prepared)
+    owned, _ = runner.shard_subset(runner.Collected(dict(prepared.modes), []), prepared.plan, shard)
     out.mkdir(parents=True, exist_ok=True)
+    (out / LEG).unlink(missing_ok=True)  # a reused folder is not complete until this leg says so
+    legstate.write_state(out, combination, shard, len(owned.selected))
+    suite = (suite_of or pipeline.combination_suite)(ctx, prepared)
     shards, tests = pipeline.execute(ctx, prepared, suite, out, shard=shard)
-    _write(out / LEG, {"combination": combination, "shard": shard, "shards": to_json(shards), "tests": to_json(tests)})
+    leg = {"combination": combination, "shard": shard, "shards": to_json(shards), "tests": to_json(tests)}
+    write_json(out / LEG, leg)
     return sum(t.failing for t in tests)
 
 
@@ -94,7 +93,7 @@ def merge(
         suite = (suite_of or pipeline.combination_suite)(ctx, item)
         record.combinations.append(pipeline.finish(ctx, item, suite, shards, tests, workdir))
     record.combinations.extend(ended)
-    order = {name: i for i, name in enumerate(_read(prepared_dir / HEADER).get("order", []))}
+    order = {name: i for i, name in enumerate(read_json(prepared_dir / HEADER).get("order", []))}
     record.combinations.sort(key=lambda r: order.get(r.combination.name, len(order)))
     pipeline.conclude(ctx, record, run_dir)
     return record, run_dir
@@ -143,7 +142,7 @@ def _carry_build(item: Prepared, out: Path) -> Prepared:
 
 
 def _load(folder: Path) -> tuple[RunRecord, list[Prepared], list[CombinationResult]]:
-    header = _read(folder / HEADER)
+    header = read_json(folder / HEADER)
     try:
         record = from_json(RunRecord, header["record"])
         prepared = [_rooted(from_json(Prepared, p), folder) for p in header["prepared"]]
@@ -170,23 +169,7 @@ def _find(prepared: list[Prepared], name: str, folder: Path) -> Prepared:
 
 
 def _read_leg(folder: Path) -> tuple[dict[str, Any], Path]:
-    leg = _read(folder / LEG)
+    leg = read_json(folder / LEG)
     if not isinstance(leg.get("combination"), str) or not isinstance(leg.get("shard"), int):
         raise LegError(f"{folder / LEG}: not a leg's result (combination and shard missing)")
     return leg, folder
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise LegError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LegError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise LegError(f"{path}: expected a JSON object")
-    return data
-
-
-def _write(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
