@@ -1,8 +1,10 @@
 """`crcr relay serve` and `crcr relay dispatch`: the local relay from the command line.
 
 `serve` prints one line with its URLs (and writes them as JSON to `--ready-file`, for scripts that start it in the
-background) and serves until SIGINT or SIGTERM, then exits 0. `dispatch` asks a running relay to dispatch a
-webhook and prints the client_payload as JSON (exit 1, with the reason, when the event is not dispatched).
+background) and serves until SIGINT or SIGTERM, then exits 0; it posts dispatches only to its `--consumer` URLs and
+its runner endpoint's tokens live `--token-lifetime` seconds. `dispatch` asks a running relay to dispatch a
+webhook and prints the client_payload as JSON (exit 1, with the reason, when the event is not dispatched); the same
+`--delivery-id` again is a redelivery: the same client_payload, said on stderr, and nothing sent twice.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def _consumers(given: list[str], repo: str) -> dict[str, str]:
+def _consumer_options(given: list[str], repo: str) -> dict[str, str]:
     """`--consumer` values, each `OWNER/REPO=URL` or a bare URL (the consumer of `--repo`), as repo -> URL."""
     consumers: dict[str, str] = {}
     for value in given:
@@ -91,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
         sweep_after=args.sweep_after,
         issuer=Issuer(repository=args.repo, token_lifetime=args.token_lifetime),
         reports=Path(args.reports) if args.reports else None,
-        consumers=_consumers(args.consumer, args.repo),
+        consumers=_consumer_options(args.consumer, args.repo),
     )
     server = start(relay, args.host, args.port)
     info = {

@@ -1,28 +1,45 @@
 """The relay's HTTP face: dispatch, callbacks, the HUD, the issuer's routes, and a context manager for tests.
 
 Routes (one port):
-    POST /dispatch              {"event_type", "payload": webhook, "to"?: consumer URL} -> {"client_payload", ...}
+    POST /dispatch              {"event_type", "payload": webhook, "to"?: a configured consumer URL, "delivery_id"?}
+                                (or the delivery id as `X-GitHub-Delivery`) -> {"client_payload", "repositories",
+                                "skipped", "repeated"}
     POST /github/callback/      the callback, `Authorization: Bearer <OIDC token>`
     GET  /hud/<owner>/<repo>    runs per delivery and job, as HTML
     GET  /api/deliveries        the same as JSON (`?repo=owner/name` for one repo)
     GET  /reports/<run id>/<file>   a run's report.html, summary.json or record.json, from the `reports` folder
     GET  /.well-known/openid-configuration, /.well-known/jwks, /_actions/id-token   the local issuer
 
+Dispatch answers: 200 (`client_payload` null and `skipped` saying why for an event that is not dispatched;
+`repeated: true`, nothing recorded or posted again, for a redelivery of the same id, event and webhook); 400
+`{"error"}` (a bad body, event type or delivery id); 403 (`to` is not a configured consumer: nothing is posted);
+409 (the delivery id was dispatched for another event or webhook); 502 (the consumer refused: the delivery is not
+kept, so its redelivery is dispatched afresh).
+
 Callback answers: 200 `{"state": "IN_PROGRESS"|"COMPLETED", "notes": [...]}` or `{"ignored": why}` (repo below L2,
-nothing stored); 400 `{"error", "rule"}`; 401 `{"error"}`; 429 with Retry-After (rate limit, or injected fault);
+nothing stored); 400 `{"error", "rule"}` (`timed-out` for a job the sweeper closed, `already-completed` after a
+real completed); 401 `{"error"}` (an expired token says so); 429 with Retry-After (rate limit, or injected fault);
 503 (injected fault). An injected fault changes no state.
 
+Any route: a Content-Length that is not one run of digits, or a Transfer-Encoding, is a 400 at once and the
+connection closes; a body over 1 MiB is a 413.
+
 Python API:
-    with running_relay(db_path, allowlist={"owner/repo": 2}, rate_limit=60, fail_ratio=0.0, fail_seed=0,
-                       sweep_after=6 * 3600, host="127.0.0.1", port=0) as relay:
+    with running_relay(db_path, allowlist={"owner/repo": 2}, consumers={"owner/repo": URL}, rate_limit=60,
+                       fail_ratio=0.0, fail_seed=0, sweep_after=6 * 3600, token_lifetime=300, leeway=5.0,
+                       reports=None, host="127.0.0.1", port=0) as relay:
         relay.url, relay.callback_url            # "http://127.0.0.1:PORT", ".../github/callback/"
         relay.issuer.url                          # the OIDC issuer (same port)
         relay.issuer.token_request_url, relay.issuer.request_token   # ACTIONS_ID_TOKEN_REQUEST_URL / _TOKEN
-        relay.issuer.mint(repository="owner/repo", audience=AUDIENCE, expires_in=300)   # a signed JWT
-        relay.dispatch("pull_request", webhook) -> client_payload  (None when the action is not dispatched)
+        relay.issuer.mint(repository="owner/repo", audience=AUDIENCE, expires_in=token_lifetime)   # a signed JWT
+        relay.dispatch("pull_request", webhook, to=None, delivery_id=None) -> client_payload  (None when the action
+            is not dispatched; a repeated delivery id gives the first client_payload again)
         relay.jobs() / relay.deliveries() / relay.callbacks()       # stored state, JSON columns decoded
         relay.sweep() -> closed count
 `allowlist` may be a mapping repo -> level, an `Allowlist`, or a YAML path. Default: {issuer repository: 2}.
+`consumers` maps allowlisted repos to the only URLs a dispatch is ever posted to (default: none). `token_lifetime`
+is the relay's own issuer's (pass `issuer=Issuer(..., token_lifetime=...)` instead when giving an issuer);
+`leeway` is the clock skew, in seconds, the token checks allow.
 """
 
 from __future__ import annotations
@@ -294,7 +311,9 @@ def build(
         raise ValueError("token_lifetime belongs to the issuer: pass Issuer(..., token_lifetime=...) instead")
     issuer = issuer or Issuer(token_lifetime=TOKEN_LIFETIME if token_lifetime is None else token_lifetime)
     known = _allowlist(allowlist, issuer)
-    settings = Settings(known, rate_limit, sweep_after, reports, leeway, _consumers(consumers or {}, known))
+    settings = Settings(
+        known, rate_limit, sweep_after, reports, leeway=leeway, consumers=_consumers(consumers or {}, known)
+    )
     return Relay(Store(Path(db_path)), issuer, settings, Faults(fail_ratio, fail_seed))
 
 

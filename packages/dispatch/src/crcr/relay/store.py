@@ -2,7 +2,8 @@
 
 Each thread gets its own connection (sqlite3 connections are not shared across threads) to one WAL database, and
 every read-check-write of a job's state is one `BEGIN IMMEDIATE` transaction (writers in this process also take a
-lock), so two concurrent callbacks for the same job cannot both pass the state machine.
+lock), so two concurrent callbacks for the same job cannot both pass the state machine. A delivery id is recorded
+once: a redelivery of the same event and webhook adds nothing, and its reuse for other content is refused.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The HTTP plumbing under the relay and the issuer: a request in, a reply out, on a stdlib threading server.
 
 Apps are plain functions `Request -> Reply`, so the relay's logic never touches sockets and the issuer's routes can
-share the relay's port or have one of their own.
+share the relay's port or have one of their own. A request whose body cannot be framed (a bad Content-Length, a
+Transfer-Encoding) never reaches an app: it gets a 400 at once and the connection is closed.
 """
 
 from __future__ import annotations
