@@ -2,8 +2,11 @@
 
 `start` sends in_progress, `finish` sends completed (in_progress first if this job never sent it), `run -- CMD`
 brackets a command with the pair (cancelled when the job is interrupted), `poll` waits for a dispatched workflow run
-and prints its conclusion. Workflow fields default from GitHub's environment; flags override. Exit status: 0 sent
-(or nothing left to send), 2 bad input or a callback the relay would not take; `run` exits with the command's status.
+and prints its conclusion. Each send gets its own token (minted when it is sent), so a command that outlives a
+token still reports; a token that cannot be had is reported after the command ran, never instead of it. The command
+never sees what mints the relay's token (crcr.credentials). Workflow fields default from GitHub's environment;
+flags override. Exit status: 0 sent (or nothing left to send), 2 bad input or a callback the relay would not take
+(a refusal is never silent); `run` exits with the command's status, or 2 when it passed and completed was not sent.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crcr import http, oidc
+from crcr import credentials, http, oidc
 from crcr.actions_output import OutputError, write_outputs
 from crcr.callback import body as bodies
 from crcr.callback import from_run, ledger
@@ -160,11 +163,12 @@ Post = Callable[[bodies.Status, dict[str, Any]], None]
 
 
 def _poster(call: Call, env: Mapping[str, str]) -> Post:
-    """A function that builds a body at send time (so its timestamp is the send's) and POSTs it with the token."""
-    token = oidc.token(env, call.args.token_env)
+    """A function that builds a body and gets a token at send time and POSTs it: the timestamp is the send's, and
+    a minted token is fresh for each send (an OIDC token lives minutes; a leg's tests can outlast it)."""
 
     def post(status: bodies.Status, fields: dict[str, Any]) -> None:
         retry = http.Retry(attempts=max(1, call.args.attempts))
+        token = oidc.token(env, call.args.token_env)
         answer = http.request("POST", call.url, json_body=call.body(status, **fields), token=token, retry=retry)
         if answer.attempts > 1:
             print(f"crcr callback: {status} took {answer.attempts} attempts", file=sys.stderr)
@@ -244,7 +248,9 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     with _Forwarding() as child:
         if not call.self_reported:
             _send_start(call, book, post)
-        code = child.run(command)
+        code = child.run(
+            command, credentials.without_relay_credentials(env, [args.token_env] if args.token_env else [])
+        )
     conclusion = "cancelled" if child.signalled else "success" if code == 0 else "failure"
     try:
         fields = _facts(call, conclusion) | {"conclusion": conclusion}
@@ -296,12 +302,12 @@ class _Forwarding:
         if self.child is not None and self.child.poll() is None:
             self.child.send_signal(signum)
 
-    def run(self, command: list[str]) -> int:
+    def run(self, command: list[str], env: Mapping[str, str]) -> int:
         """The command's exit status (128 + N when it or this job got signal N; 127 when it cannot start)."""
         if self.signalled:
             return 128 + self.signalled
         try:
-            self.child = subprocess.Popen(command)
+            self.child = subprocess.Popen(command, env=dict(env))
         except OSError as exc:
             print(f"error: cannot run {command[0]!r}: {exc.strerror or type(exc).__name__}", file=sys.stderr)
             return 127

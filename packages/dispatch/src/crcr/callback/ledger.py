@@ -2,9 +2,12 @@
 started, `completed` exactly once.
 
 The key is the relay's: (delivery_id, repo, run_id, run_attempt, job_name). A state is recorded only after the relay
-accepted the callback, under an exclusive lock on the key's file, so two steps of one job cannot race. A 400 that
-names the relay's duplicate rule (`duplicate` for in_progress, `already-completed` for completed) means the relay
-already holds that state (a retried request whose first answer was lost): it is recorded, not reported as a failure.
+accepted the callback, under an exclusive lock on the key's file, so two steps of one job cannot race.
+
+A 400 `duplicate` for in_progress means the relay already holds it (another step sent it, or a retried request whose
+first answer was lost): recorded, not a failure. `already-completed` is taken as held only when this send was
+retried, so the relay's first copy can be its own; on a first try it means something else completed the job, and
+the results sent now are not stored: an error. So is `timed-out`, the relay's sweeper having closed the job first.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ IN_PROGRESS = "in_progress"
 COMPLETED = "completed"
 #: The relay's rule names for a state it already has.
 ALREADY_RULES = {IN_PROGRESS: "duplicate", COMPLETED: "already-completed"}
+#: Rules that mean the relay will never store this job's callback, and why, as the error says it.
+REFUSALS = {
+    "timed-out": "the relay's sweeper closed this job as timed_out first",
+    "already-completed": "the relay already holds completed for this job from another sender",
+}
 
 
 @dataclass(frozen=True)
@@ -114,9 +122,26 @@ def _send(ledger: Ledger, key: Key, status: str, send: Send) -> str:
     try:
         send()
     except http.HTTPError as exc:
-        if exc.status != 400 or ALREADY_RULES[status] not in exc.body:
-            raise
-        ledger.record(key, status)
-        return f"{status} already held by the relay (a retried request): recorded"
+        rule = _rule(exc)
+        held_as_retry = rule == ALREADY_RULES[status] and (status == IN_PROGRESS or exc.attempts > 1)
+        if held_as_retry:
+            ledger.record(key, status)
+            return f"{status} already held by the relay ({_why(status)}): recorded"
+        if rule in REFUSALS:
+            raise http.HTTPError(f"{status} not stored: {REFUSALS[rule]} ({exc})", exc.status, exc.body) from None
+        raise
     ledger.record(key, status)
     return f"{status} sent"
+
+
+def _rule(exc: http.HTTPError) -> str:
+    """The relay's rule name in a 400's JSON body ("" for anything else)."""
+    try:
+        body = json.loads(exc.body)
+    except ValueError:
+        return ""
+    return str(body.get("rule", "")) if exc.status == 400 and isinstance(body, dict) else ""
+
+
+def _why(status: str) -> str:
+    return "a retried request" if status == COMPLETED else "sent by another step, or a retried request"
