@@ -158,7 +158,9 @@ def add_distributed(sub: argparse._SubParsersAction) -> None:
     merge = sub.add_parser("merge", help="merge the legs into one run: classify, attribute, record, report")
     _options(merge)
     merge.add_argument("--prepared", required=True, help="the folder written by `crcr prepare`")
-    merge.add_argument("legs", nargs="*", help="the legs' folders (a planned leg missing here is reported not_run)")
+    merge.add_argument(
+        "legs", nargs="*", help="the legs' folders (a leg killed, missing or unreadable leaves its tests not_run: red)"
+    )
     merge.set_defaults(run=_merge)
 
 

@@ -5,21 +5,25 @@ header, each combination's prepared state (its build's wheels copied in, paths r
 combinations that ended early (incompatible, build_failed), and `matrix.json`, a GitHub Actions matrix with one
 entry per (combination, shard). A CI system uploads the folder once; each leg downloads it, runs its one shard with
 its retries (`run_leg`) and uploads its own folder; `merge` puts the legs back into one run directory, accounts for
-every selected test (a leg that never reported leaves its tests `not_run`), and concludes exactly as a run on one
-machine does: classification, attribution, history, record and report.
+every selected test, and concludes exactly as a run on one machine does: classification, attribution, history,
+record and report. A leg killed part-way keeps the results it streamed; the rest of its tests, and those of a leg
+that never reported or whose folder cannot be read, are `not_run` with the reason, and the combination is `error`:
+a run missing part of its plan is never green (see crcr.ci.legstate for what a leg folder holds).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from crcr.ci import legstate, pipeline, runner
-from crcr.ci.legstate import LEG, LegError, read_json, write_json
+from crcr.ci.legstate import LEG, LegError, LegFolder, read_json, write_json
 from crcr.ci.model import (
     BuildResult,
+    Classification,
     CombinationResult,
     Prepared,
     RunRecord,
@@ -31,6 +35,8 @@ from crcr.ci.model import (
 
 HEADER = "run.json"
 MATRIX = "matrix.json"
+#: The `failure` type of a test whose leg did not report it (its message says why: leg killed / leg missing).
+NOT_RUN = "not_run"
 
 SuiteOf = Callable[[pipeline.Context, Prepared], runner.Suite]
 
@@ -81,17 +87,27 @@ def run_leg(
 def merge(
     ctx: pipeline.Context, prepared_dir: Path, leg_dirs: Sequence[Path], suite_of: SuiteOf | None = None
 ) -> tuple[RunRecord, Path]:
-    """Every leg back into one run directory under the cache, concluded like a run on one machine."""
+    """Every leg folder back into one run directory under the cache, concluded like a run on one machine, whatever
+    became of each leg."""
     record, prepared, ended = _load(prepared_dir)
     run_dir = ctx.cache / "runs" / record.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    legs = [_read_leg(d) for d in leg_dirs]
+    planned = {(p.combination.name, i) for p in prepared for i in p.shard_indexes()}
+    found = [legstate.read_folder(d) for d in leg_dirs]
+    stray = [f for f in found if (f.combination, f.shard) not in planned]
+    for folder in stray:
+        ctx.progress.note(f"leg unreadable: {_unusable(folder, prepared_dir)}")
     for item in prepared:
         workdir = run_dir / pipeline.safe_name(item.combination.name)
         workdir.mkdir(parents=True, exist_ok=True)
-        shards, tests = _gather(item, [leg for leg in legs if leg[0]["combination"] == item.combination.name], workdir)
+        mine = [f for f in found if f.combination == item.combination.name]
+        shards, tests, notes = _gather(item, mine, [f.folder for f in stray], workdir)
         suite = (suite_of or pipeline.combination_suite)(ctx, item)
-        record.combinations.append(pipeline.finish(ctx, item, suite, shards, tests, workdir))
+        result = pipeline.finish(ctx, item, suite, shards, tests, workdir)
+        if notes:
+            _incomplete(result, notes)
+            ctx.progress.note(f"{item.combination.name}: {result.reason}")
+        record.combinations.append(result)
     record.combinations.extend(ended)
     order = {name: i for i, name in enumerate(read_json(prepared_dir / HEADER).get("order", []))}
     record.combinations.sort(key=lambda r: order.get(r.combination.name, len(order)))
@@ -99,30 +115,91 @@ def merge(
     return record, run_dir
 
 
+def _unusable(folder: LegFolder, prepared_dir: Path) -> str:
+    if not folder.combination:
+        return folder.problem
+    return f"{folder.folder}: {folder.combination} shard {folder.shard} is not planned in {prepared_dir / HEADER}"
+
+
+def _incomplete(result: CombinationResult, notes: list[str]) -> None:
+    """A combination some of whose legs did not report is `error`, never green; the tests they did not run are
+    infrastructure's failures, said with their leg's reason, not blamed on a candidate."""
+    result.status = "error"
+    result.reason = "; ".join([*notes, *([result.reason] if result.reason else [])])
+    for test in result.tests:
+        if test.failure.get("type") == NOT_RUN:
+            test.classification = Classification("infra", str(test.failure.get("message", "")))
+
+
 def _gather(
-    item: Prepared, legs: list[tuple[dict[str, Any], Path]], workdir: Path
-) -> tuple[list[ShardResult], list[TestOutcome]]:
-    """The legs' shards and tests in plan order; a planned shard no leg reported leaves its tests `not_run`."""
-    collected = runner.Collected(dict(item.modes), [])
-    owner = runner.owners(collected.selected, item.plan)
-    reported: dict[int, tuple[dict[str, Any], Path]] = {int(leg["shard"]): (leg, d) for leg, d in legs}
+    item: Prepared, found: list[LegFolder], unreadable: list[Path], workdir: Path
+) -> tuple[list[ShardResult], list[TestOutcome], list[str]]:
+    """The legs' shards and tests in plan order, and a note per shard no complete leg reported: a killed leg's
+    streamed results stand, and every planned test no leg reported is `not_run` with the reason."""
+    selected = runner.Collected(dict(item.modes), []).selected
+    owner = runner.owners(selected, item.plan)
     shards: list[ShardResult] = []
     tests: dict[str, TestOutcome] = {}
+    notes: list[str] = []
     for index in item.shard_indexes():
-        if index not in reported:
-            mine = [n for n in collected.selected if owner.get(n) == index]
-            shards.append(ShardResult(index, _planned(item, index), 0.0, -1, False, len(mine)))
-            for nodeid in mine:
-                tests[nodeid] = TestOutcome(nodeid, "not_run", item.modes[nodeid], shard=index, attempts=["not_run"])
+        mine = [n for n in selected if owner.get(n) == index]
+        leg, ignored = legstate.pick([f for f in found if f.shard == index])
+        also = f"also in {', '.join(f.folder.name for f in ignored)}: ignored" if ignored else ""
+        if leg is not None:
+            _copy_logs(leg.folder, index, workdir)
+        if leg is not None and leg.complete:
+            shards.extend(dataclasses.replace(s, note=_noted(s.note, also)) for s in leg.shards)
+            tests.update((t.nodeid, t) for t in leg.tests)
             continue
-        leg, folder = reported[index]
-        shards.extend(from_json(ShardResult, s) for s in leg["shards"])
-        tests.update((t.nodeid, t) for t in (from_json(TestOutcome, raw) for raw in leg["tests"]))
-        for sub in ("shard", "retries"):
-            for source in folder.glob(f"{sub}*"):
-                target = workdir / (source.name if sub == "shard" else f"retries-shard-{index}")
-                shutil.copytree(source, target, dirs_exist_ok=True)
-    return shards, [tests[n] for n in collected.selected if n in tests]
+        done = {n: _streamed(n, leg.records[n], item.modes[n], index) for n in mine if n in leg.records} if leg else {}
+        note, reason = _unfinished(item, index, f"{len(done)} of {len(mine)} tests", leg, unreadable)
+        tests.update(done)
+        for nodeid in (n for n in mine if n not in done):
+            failure = {"type": NOT_RUN, "message": reason}
+            tests[nodeid] = TestOutcome(nodeid, "not_run", item.modes[nodeid], 0.0, index, ["not_run"], failure)
+        seconds = round(sum(t.duration for t in done.values()), 3)  # the reported tests' own time: all that is known
+        shards.append(ShardResult(index, _planned(item, index), seconds, -1, False, len(mine), _noted(note, also)))
+        notes.append(f"shard {index}: {note}")
+    return shards, [tests[n] for n in selected if n in tests], notes
+
+
+def _unfinished(
+    item: Prepared, index: int, reported: str, leg: LegFolder | None, unreadable: list[Path]
+) -> tuple[str, str]:
+    """A shard's note and its unreported tests' reason: its leg was killed, or no folder reported it."""
+    if leg is not None:
+        return (
+            f"leg killed after {reported} ({leg.folder.name})",
+            f"leg killed: {leg.problem}; {reported} reported before it stopped",
+        )
+    if not unreadable:
+        return "leg missing", f"leg missing: no leg folder reported shard {index} of {item.combination.name}"
+    return (
+        f"leg missing (unreadable: {', '.join(p.name for p in unreadable)})",
+        f"leg missing: no leg folder reported shard {index} of {item.combination.name} "
+        f"(unreadable: {', '.join(map(str, unreadable))})",
+    )
+
+
+def _noted(note: str, more: str) -> str:
+    return f"{note} ({more})" if note and more else note or more
+
+
+def _streamed(nodeid: str, record: dict[str, Any], mode: str, shard: int) -> TestOutcome:
+    """A test a killed leg reported before it stopped, as its first (and only) attempt."""
+    outcome = runner.outcome_of(record)
+    failure = dict(record.get("failure") or {})
+    if "signal" in record:
+        failure.setdefault("signal", record["signal"])
+    return TestOutcome(nodeid, outcome, mode, float(record.get("duration", 0.0)), shard, [outcome], failure)
+
+
+def _copy_logs(folder: Path, index: int, workdir: Path) -> None:
+    """The leg's shard folder (results, JUnit, log) and its retries, where a one-machine run keeps them."""
+    for sub in ("shard", "retries"):
+        for source in folder.glob(f"{sub}*"):
+            target = workdir / (source.name if sub == "shard" else f"retries-shard-{index}")
+            shutil.copytree(source, target, dirs_exist_ok=True)
 
 
 def _planned(item: Prepared, index: int) -> float:
@@ -166,10 +243,3 @@ def _find(prepared: list[Prepared], name: str, folder: Path) -> Prepared:
             return item
     known = ", ".join(p.combination.name for p in prepared) or "none"
     raise LegError(f"{folder / HEADER}: no prepared combination {name!r} (prepared: {known})")
-
-
-def _read_leg(folder: Path) -> tuple[dict[str, Any], Path]:
-    leg = read_json(folder / LEG)
-    if not isinstance(leg.get("combination"), str) or not isinstance(leg.get("shard"), int):
-        raise LegError(f"{folder / LEG}: not a leg's result (combination and shard missing)")
-    return leg, folder

@@ -107,6 +107,7 @@ class ShardResult:
     exit_status: int
     reran: bool = False  # the shard died and was rerun once
     tests: int = 0
+    note: str = ""  # a distributed run's leg that did not finish: "leg killed after 12 of 40 tests (leg-3)"
 
 
 @dataclass
