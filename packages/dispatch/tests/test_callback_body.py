@@ -17,6 +17,7 @@ from crcr.ci.model import (
     Combination,
     CombinationResult,
     RunRecord,
+    ShardResult,
     TestOutcome,
     to_json,
 )
@@ -317,3 +318,20 @@ def test_newest_run_of_a_runs_folder(tmp_path: Path) -> None:
         (tmp_path / run_id).mkdir()
         (tmp_path / run_id / "record.json").write_text("{}")
     assert from_run.resolve_run_dir(tmp_path).name == "20261201T180000Z-bbbbbb"
+
+
+def test_one_shard_of_a_merged_run_is_reported_as_its_legs_own() -> None:
+    """A leg's callback, sent from the merged record: only its shard's tests count, and a test its killed leg never
+    reported (not_run, with the merge's reason) fails it, while the other leg's shard is a success."""
+    why = {"type": "not_run", "message": "leg killed: leg-2: no leg.json; 1 of 2 tests reported"}
+    killed = TestOutcome("test/test_a.py::T::test_late", "not_run", shard=2, attempts=["not_run"], failure=why)
+    tests = [TestOutcome("test/test_a.py::T::test_one", "passed", shard=1, attempts=["passed"]),
+             TestOutcome("test/test_a.py::T::test_early", "passed", shard=2, attempts=["passed"]), killed]  # fmt: skip
+    record = _record(tests, status="error", shards=[ShardResult(1, 1.0, 1.0, 0), ShardResult(2, 1.0, 0.5, -1)])
+    first = from_run.facts(record, shard=1)
+    assert (first.conclusion, first.test_results) == ("success", {"passed": 1, "failed": 0, "skipped": 0, "total": 1})
+    second = from_run.facts(record, shard=2)
+    assert (second.conclusion, second.test_results) == ("failure", {"passed": 1, "failed": 1, "skipped": 0, "total": 2})
+    assert second.failed_tests[0]["message"].startswith("not_run: leg killed: leg-2")
+    with pytest.raises(CallbackError, match=r"primary has no shard 3 \(its shards: 1, 2\)"):
+        from_run.facts(record, shard=3)

@@ -104,6 +104,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _results(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", default="", help="a crcr ci run directory (or a runs folder: its newest run)")
     parser.add_argument("--combination", default="", help="the combination to report (default: the primary one)")
+    parser.add_argument("--shard", type=int, help="report only this shard of it (a leg, from the merged run)")
 
 
 def _guarded(action: Callable[[argparse.Namespace, Mapping[str, str]], int]) -> Callable[[argparse.Namespace], int]:
@@ -207,6 +208,8 @@ def _facts(call: Call, exit_conclusion: str = "") -> dict[str, Any]:
     """The completed body's fields: the conclusion and, with --run-dir, the run's results and verdict."""
     fields: dict[str, Any] = {"conclusion": getattr(call.args, "conclusion", None) or exit_conclusion}
     if not call.args.run_dir:
+        if call.args.shard is not None:
+            raise CallbackError("--shard needs --run-dir (the merged run)")
         if not fields["conclusion"]:
             raise CallbackError("finish needs --conclusion or --run-dir")
         return fields
@@ -217,6 +220,7 @@ def _facts(call: Call, exit_conclusion: str = "") -> dict[str, Any]:
         job=call.job.job_name,
         log_url=call.args.artifact_url or call.job.url,
         upstream=bodies.upstream_change(call.payload),
+        shard=call.args.shard,
     )
     return {
         "conclusion": fields["conclusion"] or found.conclusion,

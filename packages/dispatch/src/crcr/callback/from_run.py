@@ -13,6 +13,7 @@ failure's class is whom the build was attributed to (the backend, or upstream wh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -71,11 +72,19 @@ def combination(record: RunRecord, name: str = "") -> CombinationResult:
 
 
 def facts(
-    record: RunRecord, name: str = "", *, job: str = "", log_url: str = "", upstream: Mapping[str, Any] | None = None
+    record: RunRecord,
+    name: str = "",
+    *,
+    job: str = "",
+    log_url: str = "",
+    upstream: Mapping[str, Any] | None = None,
+    shard: int | None = None,
 ) -> Facts:
-    """The callback's facts for one combination. `job` and `log_url` go into the verdict's evidence, `upstream`
-    ({pr, commit} of the change under test) into its `suspected_upstream` when the failures are upstream's."""
+    """The callback's facts for one combination, or for one `shard` of it (a leg of a distributed run, reported
+    from the merged record). `job` and `log_url` go into the verdict's evidence, `upstream` ({pr, commit} of the
+    change under test) into its `suspected_upstream` when the failures are upstream's."""
     result = combination(record, name)
+    result = result if shard is None else shard_part(result, shard)
     conclusion = {"passed": "success", "incompatible": "neutral"}.get(result.status, "failure")
     counted = result.status not in ("build_failed", "incompatible") or bool(result.tests)
     failing = sorted((t for t in result.tests if t.outcome in FAILING), key=lambda t: t.nodeid)
@@ -87,6 +96,18 @@ def facts(
     if verdict is not None:
         verdict |= {"analyzer": ANALYZER, "analyzed_at": _z(record.finished or record.started)}
     return Facts(conclusion, counts(result) if counted else None, [failed_test(t) for t in failing], verdict)
+
+
+def shard_part(result: CombinationResult, shard: int) -> CombinationResult:
+    """One shard of a combination as a combination of its own: its tests, failed when one of them fails (a test
+    its leg never reported is `not_run`, which fails)."""
+    if not any(s.index == shard for s in result.shards):
+        known = ", ".join(str(s.index) for s in result.shards) or "none"
+        raise CallbackError(f"{result.combination.name} has no shard {shard} (its shards: {known})")
+    tests = [t for t in result.tests if t.shard == shard]
+    status = "failed" if any(t.failing for t in tests) else "passed"
+    shards = [s for s in result.shards if s.index == shard]
+    return dataclasses.replace(result, status=status, tests=tests, shards=shards)
 
 
 def counts(result: CombinationResult) -> dict[str, int]:
