@@ -14,6 +14,7 @@ a run missing part of its plan is never green (see crcr.ci.legstate for what a l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,7 +48,8 @@ def prepare(ctx: pipeline.Context, trigger: dict[str, object], out: Path) -> dic
     out.mkdir(parents=True, exist_ok=True)
     prepared, ended = [], []
     for combination in planned:
-        done = pipeline.prepare(ctx, combination, out / "prepare" / pipeline.safe_name(combination.name))
+        workdir = out / "prepare" / pipeline.safe_name(combination.name)
+        done = pipeline.settled(ctx, combination, functools.partial(pipeline.prepare, ctx, combination, workdir))
         if isinstance(done, CombinationResult):
             ended.append(done)
         else:
@@ -102,8 +104,13 @@ def merge(
         workdir.mkdir(parents=True, exist_ok=True)
         mine = [f for f in found if f.combination == item.combination.name]
         shards, tests, notes = _gather(item, mine, [f.folder for f in stray], workdir)
-        suite = (suite_of or pipeline.combination_suite)(ctx, item)
-        result = pipeline.finish(ctx, item, suite, shards, tests, workdir)
+        try:
+            suite = (suite_of or pipeline.combination_suite)(ctx, item)
+            result = pipeline.finish(ctx, item, suite, shards, tests, workdir)
+        except pipeline.COMBINATION_ERRORS as exc:  # no environment here to fold durations in: the results stand
+            reason = pipeline.error_reason(exc)
+            result = CombinationResult(item.combination, "error", item.build, reason=reason, shards=shards,
+                                       tests=tests, inputs=item.inputs)  # fmt: skip
         if notes:
             _incomplete(result, notes)
             ctx.progress.note(f"{item.combination.name}: {result.reason}")

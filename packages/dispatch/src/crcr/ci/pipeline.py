@@ -490,8 +490,13 @@ def _verdict(results: list[CombinationResult]) -> str:
         return "green" + (f" ({shown.removeprefix('; ')})" if shown else "")
     classes = [t.classification for r in judged for t in r.tests if t.failing and t.classification]
     worst = verdict(classes) if classes else ""
-    names = ", ".join(f"{r.combination.name} {r.status}" for r in bad)
+    names = ", ".join(f"{r.combination.name} {r.status}" + _why(r) for r in bad)
     return f"red: {names}" + (f" (worst failure class: {worst})" if worst else "") + shown
+
+
+def _why(result: CombinationResult) -> str:
+    """An errored combination's reason, in brief, for the verdict line (the others say it with their tests)."""
+    return f" ({result.reason[:160]})" if result.status == "error" and result.reason else ""
 
 
 def _artifacts(run_dir: Path, results: list[CombinationResult]) -> list[Artifact]:

@@ -135,6 +135,7 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
                 "seconds": round(shard.seconds, 3),
                 "exit_status": shard.exit_status,
                 "reran": shard.reran,
+                "note": shard.note,
                 "tests": shard.tests or sum(counts.values()),
                 "counts": dict(sorted(counts.items())),
             }
@@ -172,7 +173,7 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
         "fixes": fixes,
         "had_previous_green": previous is not None,
         "compared_with_green": previous is not None and bool(result.tests),
-        "not_run": sorted(t.nodeid for t in result.tests if t.outcome == "not_run"),
+        "not_run": {t.nodeid: _not_run_reason(t) for t in sorted(result.tests, key=_nodeid) if t.outcome == "not_run"},
         "build": build,
         "attributed_to": result.attributed_to,
         "attribution": {t.nodeid: t.follows for t in result.tests if t.follows},
@@ -266,6 +267,15 @@ def _ratio(value: float | None) -> str:
 
 def _failing(counts: dict[str, int]) -> int:
     return sum(n for outcome, n in counts.items() if outcome in FAILING)
+
+
+def _nodeid(test: TestOutcome) -> str:
+    return test.nodeid
+
+
+def _not_run_reason(test: TestOutcome) -> str:
+    """Why a selected test has no outcome: its leg's fate when a merge knows it, else that no shard reported it."""
+    return str(test.failure.get("message") or "") or "no shard reported it (its shard died twice)"
 
 
 def _entries(combinations: Iterable[dict[str, Any]], *keys: str) -> list[_Entry]:
