@@ -4,7 +4,6 @@ how many attempts it took."""
 from __future__ import annotations
 
 import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 from crcr import http
+from crcr.relay.web import serving
 
 FAST = http.Retry(attempts=4, base_delay=0.01, max_delay=0.01)
 
@@ -46,14 +46,8 @@ def _recorder() -> Iterator[Any]:
     server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     server.seen, server.script = [], []
     server.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture
