@@ -107,6 +107,8 @@ def test_unresolvable_install_is_one_line(parts: tuple[Path, BuildResult, Path],
     with pytest.raises(EnvError, match="could not install") as info:
         environment(built(pinned), torch, ["tmp-pinned"], cache)
     assert "\n" not in str(info.value)
+    assert "(cause: Because " in str(info.value)  # which requirement: uv's error line alone does not say
+    assert "torch==1.0.0" in str(info.value)
 
 
 def test_requirements_name_the_wheels_with_their_extras(parts: tuple[Path, BuildResult, Path]) -> None:

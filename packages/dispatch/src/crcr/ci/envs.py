@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -59,10 +60,16 @@ def python_of(venv: Path) -> Path:
 
 
 def _first_error(output: str) -> str:
+    """uv's first error line, with the first sentence of its cause when it gives one (the error alone, "No
+    solution found", does not say which requirement)."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for line in lines:
+    for at, line in enumerate(lines):
         if line.lower().startswith(("error", "\N{MULTIPLICATION SIGN}")):
-            return line
+            rest = lines[at + 1 :]
+            if not rest or not rest[0].startswith(("cause:", "\N{BOX DRAWINGS LIGHT UP AND RIGHT}")):
+                return line
+            cause = " ".join(itertools.takewhile(lambda n: not n.startswith(("And ", "hint:", "error")), rest))
+            return f"{line} ({cause.split(', we can conclude')[0]})"
     return lines[-1] if lines else "no output"
 
 
