@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from crcr.ci import combinations, pipeline, report
+from crcr.ci import combinations, history, pipeline, report
 from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, load_ci_config, load_profile, split_variants
 from crcr.ci.model import Candidate, RunRecord, from_json, to_json
 
@@ -237,3 +237,13 @@ def test_a_variant_without_a_folder_for_the_suite_stops_the_run_before_any_build
     with pytest.raises(CIConfigError, match=r"^devices/dev\.yaml: variants\.compile\.upstream: required: this run's"):
         pipeline.start(ctx, {})
     assert not (ctx.cache / "builds").exists()
+
+
+def test_a_history_that_is_not_ours_stops_the_run_before_any_build(repo: Path, tmp_path: Path) -> None:
+    ctx = _context(repo, tmp_path / "cache")
+    ctx.history.parent.mkdir(parents=True)
+    ctx.history.write_text("not a database")
+    with pytest.raises(history.HistoryError, match=r"history\.sqlite: "):
+        pipeline.start(ctx, {})
+    assert not (ctx.cache / "builds").exists()
+    assert not (ctx.cache / "runs").exists()

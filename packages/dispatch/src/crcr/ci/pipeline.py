@@ -151,6 +151,7 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     """A new run: its directory, its (empty) record, and the combinations it will run. A variant ci.yaml asks for
     that the device profile does not declare is skipped: one note, and the record's `skipped_variants`."""
     started = datetime.datetime.now(datetime.UTC)
+    history.runs(ctx.history)  # a history file that is not ours stops the run here, in one line, before any build
     seed_durations(ctx)
     run_id = started.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
     run_dir = ctx.cache / "runs" / run_id
@@ -217,7 +218,10 @@ def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
     record.finished = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     record.artifacts = _artifacts(run_dir, record.combinations)
     (run_dir / "record.json").write_text(json.dumps(to_json(record), indent=1, sort_keys=True) + "\n")
-    history.record_run(ctx.history, record, run_dir)
+    try:
+        history.record_run(ctx.history, record, run_dir)
+    except history.HistoryError as exc:  # the record and the report still stand; the next run compares with less
+        ctx.progress.note(f"run not added to the history: {exc}")
     reuse.remember_results(ctx.cache, record.run_id, record.combinations)
     report.write_report(record, run_dir, previous)
 
