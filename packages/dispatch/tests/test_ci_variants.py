@@ -5,6 +5,7 @@ backend's combinations a variant each, with stable names. (A real run of a varia
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -247,3 +248,28 @@ def test_a_history_that_is_not_ours_stops_the_run_before_any_build(repo: Path, t
         pipeline.start(ctx, {})
     assert not (ctx.cache / "builds").exists()
     assert not (ctx.cache / "runs").exists()
+
+
+def test_a_build_failure_is_blamed_only_on_a_probe_that_ran(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a probe build against the oldest core (it is this combination's own, the backend excludes it, or
+    the probe cannot be set up) nobody is blamed, and the basis says why."""
+    ctx = _context(repo, tmp_path / "cache")
+    plan = {c.name: c for c in combinations.plan(ctx.config, repo, ctx.cache)}
+    oldest, newest = plan["core@2.13.0"], plan["primary"]
+    assert pipeline.attribute_build_failure(ctx, repo, oldest) == (
+        "",
+        "unattributed: no older core to build against (torch 2.13.0 is this combination's own)",
+    )
+    member = repo / "packages" / "dev"
+    member.mkdir(parents=True)
+    (member / "pyproject.toml").write_text('[project]\nname = "dev"\nversion = "1"\ndependencies = ["torch>=2.14"]\n')
+    who, why = pipeline.attribute_build_failure(ctx, repo, newest)
+    assert (who, why) == ("", "unattributed: the backend declares torch >=2.14, so it cannot be built against 2.13.0")
+    (member / "pyproject.toml").unlink()
+    ctx.config = dataclasses.replace(ctx.config, cores=("0.0.0.1", "2.14.1"))  # no such torch: the probe cannot run
+    monkeypatch.setenv("TRIBUTARY_TORCH_INDEX", (tmp_path / "empty-index").as_uri())
+    who, why = pipeline.attribute_build_failure(ctx, repo, newest)
+    assert who == ""
+    assert why.startswith("unattributed: the probe build against torch 0.0.0.1 could not run (core: ")

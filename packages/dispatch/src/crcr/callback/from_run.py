@@ -188,9 +188,8 @@ def _build_verdict(result: CombinationResult, job: str, log_url: str, upstream: 
     error = (result.build.first_error if result.build else "") or result.reason or "no error line was captured"
     who = result.attributed_to
     category = "backend" if who == "backend" else "upstream" if who in ("core", "suite") else "unknown"
-    blame = f"; it builds against the oldest core, so the {who} moved" if who in ("core", "suite") else ""
-    blame = blame or ("; it fails against the oldest core too, so the backend did" if who == "backend" else "")
-    summary = truncate_utf8(f"build failed{blame}: {error}", MAX_SUMMARY)
+    basis = result.attribution_basis or ("unattributed: no probe build" if not who else f"attributed to the {who}")
+    summary = truncate_utf8(f"build failed ({basis}): {error}", MAX_SUMMARY)
     verdict: dict[str, Any] = {
         "category": category,
         "confidence": "high" if who else "low",

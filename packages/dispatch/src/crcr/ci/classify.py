@@ -51,8 +51,9 @@ def moved_since(current: Combination, last_green: Combination | None) -> set[str
     return {kind for kind in KINDS if _candidate(current, kind).sha != _candidate(last_green, kind).sha}
 
 
-def classify(test: TestOutcome, moved: set[str], log_excerpt: str = "") -> Classification:
-    """Why `test` failed (or flaked), with the fact used as the reason and an excerpt as evidence."""
+def classify(test: TestOutcome, moved: set[str], log_excerpt: str = "", probes: str = "") -> Classification:
+    """Why `test` failed (or flaked), with the fact used as the reason and an excerpt as evidence; `probes` says
+    which probe runs an attribution (`test.follows`) rests on."""
     message = failure_text(test)
     text = f"{message}\n{log_excerpt}" if log_excerpt else message
     attempts = " -> ".join(test.attempts)
@@ -77,7 +78,8 @@ def classify(test: TestOutcome, moved: set[str], log_excerpt: str = "") -> Class
     retried = f" and failed on every retry ({attempts})" if len(test.attempts) > 1 else ""
     if test.follows:
         klass: FailureClass = "backend" if test.follows == "backend" else "upstream"
-        reason = f"it passes with the {test.follows} pinned back to its last-green version{retried}"
+        reason = f"it passes with only the {test.follows} pinned back to its last-green version{retried}"
+        reason += f" ({probes})" if probes else ""
         return Classification(klass, reason, _excerpt(text))
     return _by_moved(moved, retried, _excerpt(text))
 

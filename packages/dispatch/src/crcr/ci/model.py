@@ -125,6 +125,7 @@ class CombinationResult:
     regressions: list[str] = field(default_factory=list)  # failing now, passing in the previous green run
     fixes: list[str] = field(default_factory=list)  # passing now, failing in the previous green run
     attributed_to: str = ""  # build failures: the candidate kind that moved since the last green build
+    attribution_basis: str = ""  # what `attributed_to` rests on (a probe build and its outcome), or why it is ""
 
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -40,7 +40,6 @@ from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, split_varia
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
-    FAILING,
     Artifact,
     BuildResult,
     Candidate,
@@ -279,8 +278,9 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
     ctx.progress.phase(name, "building")
     built = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(name, line))
     if not built.ok:
-        moved = _build_failure_mover(ctx, checkout, combination)
-        return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved)
+        moved, basis = attribute_build_failure(ctx, checkout, combination)
+        return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved,
+                                 attribution_basis=basis)  # fmt: skip
     parts = combination_inputs(ctx, combination, built, wheel)
     inputs = reuse.key(parts)
     if ctx.reuse and (hit := reuse.cached_result(ctx.cache, inputs, combination)) is not None:
@@ -411,16 +411,25 @@ def _git_head(root: Path) -> str:
     return worktrees.resolve_ref(root, "HEAD")
 
 
-def _build_failure_mover(ctx: Context, checkout: Path, combination: Combination) -> str:
-    """Who broke the build: the same backend built against the oldest configured core tells. If that builds, the
-    core moved; if it fails too, the backend did."""
+def attribute_build_failure(ctx: Context, checkout: Path, combination: Combination) -> tuple[str, str]:
+    """Who broke the build, and what that rests on: the same backend built against the oldest configured core. If
+    that builds, the core moved; if it fails to compile too, the backend did. Without such a probe (the oldest core
+    is this one, the backend excludes it, or the probe could not be set up) nobody is blamed: ("", why)."""
     oldest = ctx.config.cores[0]
-    if oldest == combination.core.name or not compat.admits(checkout, oldest)[0]:
-        return "backend"
+    if oldest == combination.core.name:
+        return "", f"unattributed: no older core to build against (torch {oldest} is this combination's own)"
+    fits, declared = compat.admits(checkout, oldest)
+    if not fits:
+        return "", f"unattributed: the backend declares torch {declared}, so it cannot be built against {oldest}"
     ctx.progress.phase(combination.name, f"build failed; building against torch {oldest} to tell who moved")
-    wheel = cores.torch_wheel(oldest, ctx.cache)
-    probe = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(combination.name, line))
-    return "core" if probe.ok else "backend"
+    try:
+        wheel = cores.torch_wheel(oldest, ctx.cache)
+        probe = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(combination.name, line))
+    except COMBINATION_ERRORS as exc:  # the probe's own machine failed: no evidence either way
+        return "", f"unattributed: the probe build against torch {oldest} could not run ({error_reason(exc)})"
+    if probe.ok:
+        return "core", f"probe: the same backend builds against torch {oldest}"
+    return "backend", f"probe: the same backend fails to build against torch {oldest} too ({probe.first_error})"
 
 
 def attribute_failures(
@@ -439,19 +448,32 @@ def attribute_failures(
     probes = attribution.plan_attribution(result.combination, last[1], failing)
     if not probes:
         return
-    passing: dict[str, set[str]] = {}
+    passing: dict[str, set[str]] = {}  # only the probes that ran
     pinned: dict[str, str] = {}
+    missing: list[str] = []  # probes that could not be set up, and why
     for probe in probes:
         ctx.progress.phase(result.combination.name, f"attributing: {probe.name}")
         pinned[probe.name] = attribution.pinned_kind(probe)
-        suite = (suite_of or (lambda c: built_suite(ctx, c)))(probe)
-        passing[probe.name] = set() if suite is None else _passing(ctx, suite, failing, workdir / safe_name(probe.name))
+        try:
+            suite = (suite_of or (lambda c: built_suite(ctx, c)))(probe)
+        except COMBINATION_ERRORS as exc:
+            missing.append(f"{probe.name} ({error_reason(exc)})")
+            continue
+        if suite is None:
+            missing.append(f"{probe.name} (its build failed)")
+            continue
+        passing[probe.name] = _passing(ctx, suite, failing, workdir / safe_name(probe.name))
     follows = attribution.attribute(failing, passing, pinned)
     moved = moved_since(result.combination, last[1])
+    basis = (
+        "probes run: "
+        + (", ".join(sorted(passing)) or "none")
+        + ("; not run: " + ", ".join(missing) if missing else "")
+    )
     for test in result.tests:
-        if test.nodeid in follows:
+        if follows.get(test.nodeid):  # an inconclusive probe says nothing new: what was found before stands
             test.follows = follows[test.nodeid]
-            test.classification = classify(test, moved, "")
+            test.classification = classify(test, moved, "", basis)
 
 
 def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
@@ -463,10 +485,11 @@ def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
 
 
 def _passing(ctx: Context, suite: runner.Suite, nodeids: list[str], workdir: Path) -> set[str]:
-    """The given tests that pass in a probe's suite."""
+    """The given tests that pass in a probe's suite: passed, nothing else (a test skipped, xfailed or deselected
+    there did not run, so it is no evidence that the pinned candidate makes it pass)."""
     workdir.mkdir(parents=True, exist_ok=True)
     run = runner.run_shard(suite, 1, nodeids, nodeids, limits_of(ctx.config), workdir)
-    return {n for n, r in run.records.items() if r.get("outcome") not in FAILING}
+    return {n for n, r in run.records.items() if r.get("outcome") == "passed"}
 
 
 def _upstream_from_core_matrix(results: list[CombinationResult]) -> None:

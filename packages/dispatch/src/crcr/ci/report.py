@@ -152,6 +152,7 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
             "log": result.build.log,
             "cached": result.build.cached,
             "attributed_to": result.attributed_to,
+            "attribution_basis": result.attribution_basis,
         }
     return {
         "name": combo.name,
@@ -176,6 +177,7 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
         "not_run": {t.nodeid: _not_run_reason(t) for t in sorted(result.tests, key=_nodeid) if t.outcome == "not_run"},
         "build": build,
         "attributed_to": result.attributed_to,
+        "attribution_basis": result.attribution_basis,
         "attribution": {t.nodeid: t.follows for t in result.tests if t.follows},
         "flaky": [{"nodeid": t.nodeid, "attempts": t.attempts, "shard": t.shard} for t in result.tests if t.flaky],
         "failure_classes": {k: classes[k] for k in CLASSES if k in classes},
