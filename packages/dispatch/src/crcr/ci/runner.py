@@ -21,11 +21,15 @@ from crcr.ci.model import FAILING, ShardResult, TestOutcome
 from crcr.ci.shardenv import shard_environment
 from crcr.ci.watch import Report, Watcher, shard_watches
 
+#: A retry's outcomes that end a failure: the test did what its mode asks.
+RETRY_PASSES = frozenset({"passed", "xfailed"})
 #: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
 FINISHED = (0, 1, 5)
 LOG_TAIL = 4000
 #: The collection's file in a combination's work directory (testreuse's plan JSON lines).
 COLLECTED = "collected.jsonl"
+#: Seconds a retry's fresh interpreter may take beyond the test's own timeout: start, import torch, collect its file.
+RETRY_START = 120.0
 
 
 class RunnerError(Exception):
@@ -208,17 +212,23 @@ def _shard_pass(
 
 
 def retry(suite: Suite, nodeids: Sequence[str], limits: Limits, workdir: Path, attempt: int) -> dict[str, dict]:
-    """Failed tests again, each alone in a fresh process: one pytest run whose plugin forks a new process per test
-    (`--testreuse-isolation fork`), so nothing a previous test did to the process or the device carries over."""
+    """Failed tests again, each alone in a fresh interpreter (its own pytest process, `limits.parallel` at a time):
+    nothing a previous test, the collection or an earlier import did to the process or the device carries over."""
     retry_dir = workdir.resolve() / "retries" / f"attempt-{attempt}"
     retry_dir.mkdir(parents=True, exist_ok=True)
-    results = retry_dir / "results.jsonl"
-    args = [*nodeids, "--testreuse-results", str(results), "--testreuse-isolation", "fork",
-            "--testreuse-timeout", str(limits.test_timeout)]  # fmt: skip
-    timeout = (limits.test_timeout + 30) * len(nodeids) + 300
-    done = suite.isolation.run(_pytest(suite, *args), retry_dir, _environ(suite), timeout, suite.mounts(retry_dir))
-    (retry_dir / "pytest.log").write_text(done.output, encoding="utf-8")
-    return _last_by_nodeid(results)
+
+    def alone(numbered: tuple[int, str]) -> dict[str, dict]:
+        index, nodeid = numbered
+        stem = f"{index:04d}-{_safe(nodeid)}"  # the number keeps two long ids with one tail apart
+        results = retry_dir / f"{stem}.jsonl"
+        args = [nodeid, "--testreuse-results", str(results), "--testreuse-timeout", str(limits.test_timeout)]
+        timeout = limits.test_timeout + RETRY_START
+        done = suite.isolation.run(_pytest(suite, *args), retry_dir, _environ(suite), timeout, suite.mounts(retry_dir))
+        (retry_dir / f"{stem}.log").write_text(done.output, encoding="utf-8")
+        return _last_by_nodeid(results)
+
+    with ThreadPoolExecutor(max_workers=max(1, limits.parallel)) as pool:
+        return {n: r for found in pool.map(alone, enumerate(nodeids)) for n, r in found.items()}
 
 
 def owners(selected: Sequence[str], plan: dict) -> dict[str, int]:
@@ -294,7 +304,7 @@ def run_suite(
         for test in failing:
             outcome = outcome_of(again.get(test.nodeid))
             test.attempts.append(outcome)
-            if outcome not in FAILING:
+            if outcome in RETRY_PASSES:  # a retry that skipped or was deselected did not pass: the failure stands
                 test.outcome = outcome
     return [run.result for run in runs], outcomes
 
