@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from pathlib import Path
@@ -254,8 +255,11 @@ def test_facts_from_a_failed_run(tmp_path: Path) -> None:
     assert verdict["category"] == "upstream"  # two of three failures
     assert verdict["confidence"] == "medium"  # two thirds, each with evidence
     assert verdict["summary"].startswith("2 of 3 failing test(s) upstream in primary (also backend 1): only the core")
-    assert verdict["suspected_upstream"] == {"pr": 7, "commit": SHA, "reason": verdict["suspected_upstream"]["reason"]}
-    assert "torch 2.14.1" in verdict["suspected_upstream"]["reason"]
+    assert "suspected_upstream" not in verdict  # a release core ran, not the dispatched commit: no PR is named
+    assert verdict["summary"].endswith(
+        "; the core that ran, torch 2.14.1 (no recorded source commit), is not the dispatched commit 0123456789ab, "
+        "and whether it contains it is not known here"
+    )
     assert [e["test"] for e in verdict["evidence"]][:2] == [UPSTREAM_FAILS[0].nodeid, UPSTREAM_FAILS[1].nodeid]
     assert verdict["evidence"][0] == {
         "job": "test",
@@ -288,9 +292,25 @@ def test_a_passed_combination_has_no_verdict_and_others_are_found_by_name() -> N
         from_run.facts(record, "nope")
 
 
+def test_an_upstream_verdict_names_the_pr_only_when_its_commit_is_the_core_that_ran() -> None:
+    record = _record(UPSTREAM_FAILS + OTHERS)
+    built = dataclasses.replace(record.combinations[0].combination, core=dataclasses.replace(CORE, git=SHA))
+    record.combinations[0].combination = built
+    verdict = from_run.facts(record, upstream={"pr": 7, "commit": SHA}).verdict or {}
+    assert verdict["suspected_upstream"] == {"pr": 7, "commit": SHA, "reason": verdict["suspected_upstream"]["reason"]}
+    assert "torch 2.14.1" in verdict["suspected_upstream"]["reason"]
+    assert verdict["summary"].endswith("; the core was built from the dispatched commit 0123456789ab")
+    other = from_run.facts(record, upstream={"pr": 7, "commit": "f" * 40}).verdict or {}
+    assert "suspected_upstream" not in other
+    assert f"(git {SHA[:12]}), is not the dispatched commit ffffffffffff" in other["summary"]
+
+
 def test_a_build_failure_reports_its_first_error_and_whom_it_blames() -> None:
     build = BuildResult(False, first_error="ring.cpp:5:2: error: C++20 or later compatible compiler is required")
-    found = from_run.facts(_record([], status="build_failed", build=build, attributed_to="core"), upstream={"pr": 3})
+    core = dataclasses.replace(CORE, git=SHA)
+    record = _record([], status="build_failed", build=build, attributed_to="core")
+    record.combinations[0].combination = dataclasses.replace(record.combinations[0].combination, core=core)
+    found = from_run.facts(record, upstream={"pr": 3, "commit": SHA})
     assert found.conclusion == "failure"
     assert found.test_results is None
     verdict = bodies.cap_verdict(found.verdict or {})

@@ -122,7 +122,8 @@ def test_a_finish_with_the_run_record_carries_results_and_verdict(relay: Relay, 
     assert job["conclusion"] == "failure"
     assert job["test_results"] == {"passed": 4, "failed": 2, "skipped": 1, "total": 7}
     assert job["verdict"]["category"] == "upstream"
-    assert job["verdict"]["suspected_upstream"]["pr"] == 7
+    assert "suspected_upstream" not in job["verdict"]  # the recorded core is a release, not the PR's commit
+    assert "is not the dispatched commit aaaaaaaaaaaa" in job["verdict"]["summary"]
     assert [t["name"] for t in job["failed_tests"]] == ["test_add_float32", "test_mul_float32"]
     assert job["notes"] == []  # nothing dropped by the relay's checks
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from crcr.ci import cores
+from crcr.ci import combinations, cores
 from crcr.ci.cores import INDEX_ENV, MARKER, CoreError, torch_wheel, wheel_sha256
 
 REAL_RUN = subprocess.run
@@ -167,3 +167,14 @@ def test_peek_hashes_a_local_file_when_pip_reports_no_hash(tmp_path: Path, monke
 
     monkeypatch.setattr(cores.subprocess, "run", pip_without_hash)
     assert cores.peek("2.0.2", tmp_path / "cache", {}) == ("2.0.2", hashlib.sha256(b"a local wheel").hexdigest(), False)
+
+
+def test_a_core_names_the_commit_its_wheel_was_built_from(real: Path, cache: Path, tmp_path: Path) -> None:
+    """torch's own `torch.version.git_version`, read from the real wheel: what tells a release from a dispatched
+    commit. A wheel that does not say has no commit, not a guessed one."""
+    git = cores.wheel_git_version(real)
+    assert len(git) == 40
+    assert int(git, 16)
+    assert combinations.core("2.13.0", cache).git == git
+    _, bare = _index_with(tmp_path, "9.9.9")
+    assert cores.wheel_git_version(bare) == ""

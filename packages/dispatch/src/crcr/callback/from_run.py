@@ -95,6 +95,9 @@ def facts(
         verdict = _test_verdict(result, failing, job, log_url, upstream or {})
     if verdict is not None:
         verdict |= {"analyzer": ANALYZER, "analyzed_at": _z(record.finished or record.started)}
+        if relation := core_relation(result, upstream or {}):  # said whole: the summary gives way if one must
+            room = MAX_SUMMARY - len(relation.encode()) - 2
+            verdict["summary"] = f"{truncate_utf8(verdict['summary'], room)}; {relation}"
     return Facts(conclusion, counts(result) if counted else None, [failed_test(t) for t in failing], verdict)
 
 
@@ -179,7 +182,7 @@ def _test_verdict(
     retried = [t for t in ours if len(t.attempts) > 1]
     if retried:
         verdict["reproduced_on_retry"] = all(a in FAILING for t in retried for a in t.attempts)
-    if category == "upstream":
+    if category == "upstream" and ran_the_commit(result, upstream):
         verdict["suspected_upstream"] = _suspect(result, upstream, first.reason if first else "")
     return verdict
 
@@ -196,9 +199,30 @@ def _build_verdict(result: CombinationResult, job: str, log_url: str, upstream: 
         "summary": summary,
         "evidence": [{"job": job, "test": "build", "log_url": log_url, "excerpt": error}],
     }
-    if category == "upstream":
+    if category == "upstream" and ran_the_commit(result, upstream):
         verdict["suspected_upstream"] = _suspect(result, upstream, f"the build broke when the {who} moved")
     return verdict
+
+
+def ran_the_commit(result: CombinationResult, upstream: Mapping[str, Any]) -> bool:
+    """Whether the core that ran was built from the dispatched commit: only then may an upstream verdict name the
+    dispatched PR as the suspect (a release or nightly core's failure is not that change's)."""
+    commit = str(upstream.get("commit") or "")
+    return bool(commit) and result.combination.core.git == commit
+
+
+def core_relation(result: CombinationResult, upstream: Mapping[str, Any]) -> str:
+    """What the core that ran is to the dispatched commit, in one sentence ("" when the dispatch names none)."""
+    commit = str(upstream.get("commit") or "")
+    if not commit:
+        return ""
+    core = result.combination.core
+    if core.git == commit:
+        return f"the core was built from the dispatched commit {commit[:12]}"
+    built = f"git {core.git[:12]}" if core.git else "no recorded source commit"
+    suite = "; the suite was taken at it" if result.combination.suite.sha == commit else ""
+    return (f"the core that ran, torch {core.version} ({built}), is not the dispatched commit {commit[:12]}, and "
+            f"whether it contains it is not known here{suite}")  # fmt: skip
 
 
 def _suspect(result: CombinationResult, upstream: Mapping[str, Any], reason: str) -> dict[str, Any]:

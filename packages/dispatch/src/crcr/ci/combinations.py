@@ -28,7 +28,8 @@ def backend(repo: Path, ref: str) -> Candidate:
 def core(version: str, cache: Path) -> Candidate:
     """The core candidate, its wheel fetched into the cache the first time."""
     wheel = cores.torch_wheel(version, cache)
-    return Candidate("core", version, cores.wheel_version(wheel), cores.wheel_sha256(wheel))
+    git = cores.wheel_git_version(wheel)
+    return Candidate("core", version, cores.wheel_version(wheel), cores.wheel_sha256(wheel), git)
 
 
 def core_unfetched(version: str, cache: Path) -> Candidate:

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import urllib.parse
 import urllib.request
+import zipfile
 from pathlib import Path
 
 from .digest import file_sha256
@@ -27,6 +28,7 @@ from .digest import file_sha256
 INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
 MARKER = ".tributary-complete.json"
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!_-]*")
+_GIT_VERSION = re.compile(r"""^git_version\s*=\s*['"]([0-9a-f]{40})['"]""", re.MULTILINE)
 _HASHES: dict[tuple[str, int, int], str] = {}
 _RESOLVED: dict[tuple[str, str], tuple[str, str]] = {}  # (version, index) -> pip's (version, sha256), per process
 
@@ -43,6 +45,18 @@ def wheelhouse(version: str, cache: Path) -> Path:
 def wheel_version(wheel: Path) -> str:
     """The version part of a wheel's file name, e.g. '2.13.0+cpu'."""
     return wheel.name.split("-")[1]
+
+
+def wheel_git_version(wheel: Path) -> str:
+    """The commit a torch wheel was built from (`torch.version.git_version`, read from the wheel's
+    `torch/version.py`), "" when it does not say: what tells a release or a nightly from the dispatched commit."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            text = archive.read("torch/version.py").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return ""
+    found = _GIT_VERSION.search(text)
+    return found.group(1) if found else ""
 
 
 def _matches(wheel: Path, version: str) -> bool:

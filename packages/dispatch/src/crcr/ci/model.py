@@ -33,6 +33,7 @@ class Candidate:
     name: str  # what people call it: "HEAD", "v0.2.0", "2.14.1", "embedded"
     version: str  # a package version, torch's version, or the suite's label
     sha: str  # git commit, wheel sha256, or the suite tree's content digest
+    git: str = ""  # a core's source commit (torch.version.git_version in its wheel); "" when not known
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,9 @@ def _combination(result: CombinationResult, previous: dict[str, str] | None) -> 
         "variant": combo.variant,
         "status": result.status,
         "reason": result.reason,
-        "candidates": {c.kind: {"name": c.name, "version": c.version, "sha": c.sha} for c in combo.candidates()},
+        "candidates": {
+            c.kind: {"name": c.name, "version": c.version, "sha": c.sha, "git": c.git} for c in combo.candidates()
+        },
         "counts": result.counts(),
         "tests": len(result.tests),
         "seconds": round(result.seconds, 3),  # shard_seconds under the name readers of schema /1 know
