@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from crcr.ci import runner
+from crcr.ci.ciconfig import load_profile
 from crcr.ci.classify import classify
 from embedded import config_folder, ring_suite
 
+RING = load_profile(Path(__file__).resolve().parents[1] / "configs", "ring")
 SHARD_FAULTS = {1: {"RINGSIM_FAULT": "transient@15,abort@120"}, 2: {"RINGSIM_FAULT": "hang@120"}}
 
 
@@ -61,10 +63,10 @@ def test_before_retries_the_faults_are_classified_by_what_the_device_did(faulted
     classes: dict[str, set[str]] = {}
     for test in map(_first_attempt, tests):
         if test.failing:
-            classes.setdefault(test.outcome, set()).add(classify(test, set()).klass)
+            classes.setdefault(test.outcome, set()).add(classify(test, set(), device=RING.failures).klass)
     assert classes["crashed"] == {"backend"}
     assert classes["timeout"] == {"backend"}
-    assert classes["failed"] == {"infra"}  # the transient device error
+    assert classes["failed"] == {"infra"}  # the transient device error, as ring's profile names it
 
 
 def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from crcr.ci.classify import EVIDENCE_LIMIT, classify, moved_since, verdict
+from crcr.ci.classify import EVIDENCE_LIMIT, DevicePatterns, classify, moved_since, verdict
 from crcr.ci.model import Candidate, Classification, Combination
 from crcr.ci.model import TestOutcome as Case
 
@@ -54,7 +54,6 @@ def test_passed_on_retry_is_a_flake() -> None:
         ("worker 'gw1' lost, replacing it", "a lost worker"),
         ("pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool read timed out", "package network"),
         ("error: uv failed to fetch https://index/simple/torch: network unreachable", "package network"),
-        ("RuntimeError: aten::add: transient device error, the kernel did not run", "transient device error"),
     ],
 )
 def test_transient_infrastructure_errors_are_infra(message: str, label: str) -> None:
@@ -89,8 +88,35 @@ def test_a_hang_and_oom_are_the_backend() -> None:
     c = classify(oom, {"core"}, "")
     assert c.klass == "backend"
     assert "out of memory" in c.reason
+
+
+RING = DevicePatterns(transient=("TransientDeviceError",), refusal=("TooLargeError",))
+
+
+def test_a_devices_own_failures_come_from_its_profile() -> None:
+    """The pipeline names no device: the profile says a TransientDeviceError is transient and a TooLargeError a
+    refusal, which is deterministic, so never out of memory; without the profile they are ordinary failures."""
+    transient = Case(NODE, "failed", failure={"type": "TransientDeviceError", "message": "transient device error"})
+    c = classify(transient, {"backend"}, device=RING)
+    assert (c.klass, c.reason) == ("infra", "a transient device error (TransientDeviceError, a transient error of this "
+                                            "device's profile)")  # fmt: skip
     too_large = failed("TooLargeError: one row's operands overflow a scratchpad")
-    assert classify(too_large, set(), "").klass == "backend"
+    c = classify(too_large, {"core"}, device=RING)
+    assert c.klass == "backend"
+    assert c.reason.startswith("the device refused the work (TooLargeError: a deterministic refusal")
+    assert "out of memory" not in c.reason.replace("not out of memory", "")
+    assert classify(transient, {"core"}).klass == "upstream"  # no profile: only what moved says
+    assert classify(too_large, {"core"}).klass == "upstream"
+
+
+def test_only_the_tests_own_output_is_read() -> None:
+    """A neighbour's segfault in the shard log is not this test's: the test carries its own captured output."""
+    own = failed("AssertionError: Tensor-likes are not close!")
+    own.failure["output"] = "computing the reference on CPU\n"
+    c = classify(own, {"core"})
+    assert c.klass == "upstream"
+    own.failure["output"] = "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    assert classify(own, {"core"}).klass == "infra"
 
 
 @pytest.mark.parametrize(

@@ -96,3 +96,16 @@ def test_a_committed_durations_store_seeds_an_empty_cache_once(tmp_path: Path) -
     ctx = pipeline.Context(tmp_path, tmp_path / "other", load_ci_config(path), None)  # type: ignore[arg-type]
     with pytest.raises(CIConfigError, match=r"ci\.yaml: durations: .*missing\.json does not exist$"):
         pipeline.seed_durations(ctx)
+
+
+def test_a_profile_says_how_its_devices_failures_read(tmp_path: Path) -> None:
+    ring = load_profile(REPO / "configs", "ring")
+    assert (ring.failures.transient, ring.failures.refusal) == (("TransientDeviceError",), ("TooLargeError",))
+    (tmp_path / "devices").mkdir()
+    profile = tmp_path / "devices" / "dev.yaml"
+    profile.write_text("device: dev\nconfigs: {embedded: c}\nfailures:\n  refusal: ['Too(Large']\n")
+    with pytest.raises(CIConfigError, match=r"dev\.yaml:4: failures\.refusal\[0\]: not a regular expression"):
+        load_profile(tmp_path, "dev")
+    profile.write_text("device: dev\nconfigs: {embedded: c}\nfailures: {fatal: [x]}\n")
+    with pytest.raises(CIConfigError, match=r"failures\.fatal: unknown field \(known: refusal, transient\)"):
+        load_profile(tmp_path, "dev")

@@ -57,6 +57,7 @@ class TestOutcomes(TestCase):
         time.sleep(600)
 
     def test_skips_itself(self, device):
+        print("probing the device for its feature")
         self.skipTest("not on this device")
 
     def test_new_upstream(self, device):
@@ -196,6 +197,9 @@ def test_every_control_and_outcome(e2e) -> None:
         "test_samples_mul_fallbackdev_float32": "deselected",  # edits.ops.exclude
     }
     assert not (e2e.ran / "never_run").exists()
+    outputs = {name: r["output"] for name, r in by_test(records).items() if "output" in r}
+    assert outputs["test_skips_itself_fallbackdev"] == "probing the device for its feature\n"  # its own, no other's
+    assert "test_fill_fallbackdev_float32" not in outputs  # a pass has nothing to explain
     modules = [r for name, r in by_test(records).items() if name.startswith("test_module")]
     assert {(r["module"], r["dtypes"][0], r["outcome"]) for r in modules} == {
         ("nn.Linear", "float32", "passed"),

@@ -339,6 +339,8 @@ class TestreuseSession:
         failure = next((r.testreuse_failure for r in reports if hasattr(r, "testreuse_failure")), None)
         if failure is not None:
             entry["failure"] = failure
+        if outcome not in QUIET_OUTCOMES and (output := _captured(reports)):
+            entry["output"] = output
         graphs = next((r.testreuse_graphs for r in reports if hasattr(r, "testreuse_graphs")), None)
         if graphs is not None:
             entry["compiled_graphs"] = graphs
@@ -429,6 +431,21 @@ def _outcome(reports: list[pytest.TestReport], death: Death | None) -> str:
         if report.skipped:
             return "xfailed" if hasattr(report, "wasxfail") else "skipped"
     return "passed"
+
+
+#: Outcomes whose captured output the results record leaves out: nothing went wrong to explain.
+QUIET_OUTCOMES = frozenset({"passed", "skipped", "xfailed", "deselected"})
+#: How much of a test's captured output its record keeps: the end, where a failure says why.
+OUTPUT_TAIL = 2000
+
+
+def _captured(reports: list[pytest.TestReport]) -> str:
+    """The test's own captured stdout and stderr, every phase, its last OUTPUT_TAIL characters: what a reader (or a
+    classifier) needs to explain this test's failure without reading its neighbours' output in a shard log."""
+    sections: dict[str, str] = {}  # a later phase's report repeats the earlier phases' sections: each once
+    for report in reports:
+        sections.update((title, body) for title, body in report.sections if title.startswith("Captured std"))
+    return "".join(sections.values())[-OUTPUT_TAIL:]
 
 
 def _json_line(data: dict[str, Any]) -> str:

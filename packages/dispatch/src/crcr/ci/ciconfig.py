@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crcr.ci.classify import DevicePatterns
 from crcr.configfile import ConfigError, Fields, located, read_mapping
 from crcr.credentials import is_credential
 
@@ -31,6 +32,7 @@ class DeviceProfile:
     pythonpath: tuple[str, ...] = ()  # folders the backend module is imported from
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> suite kind -> config folder
     environment: tuple[str, ...] = ()  # host variables (names or shell patterns) the shards get besides the base set
+    failures: DevicePatterns = field(default_factory=DevicePatterns)  # the device's transient errors and refusals
     source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
 
     def config_folder(self, kind: str, variant: str = "") -> str:
@@ -131,7 +133,7 @@ def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str,
     return declared, tuple(name for name in config.variants if name not in profile.variants)
 
 
-_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants", "environment"}
+_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants", "environment", "failures"}
 
 
 def load_profile(configs_dir: Path, name: str) -> DeviceProfile:
@@ -158,6 +160,14 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
     for index, variable in enumerate(environment):
         if is_credential(variable):
             raise top.fail(f"environment[{index}]", f"{variable!r} looks like a credential: shards never get one")
+    failures = Fields(path, top.mapping("failures"), {"transient", "refusal"}, prefix="failures.")
+    patterns = {kind: failures.texts(kind) for kind in ("transient", "refusal")}
+    for kind, texts in patterns.items():
+        for index, text in enumerate(texts):
+            try:
+                re.compile(text)
+            except re.error as exc:
+                raise failures.fail(f"{kind}[{index}]", f"not a regular expression ({exc})") from None
     return DeviceProfile(
         name=name,
         device=top.text("device"),
@@ -167,6 +177,7 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         pythonpath=top.texts("pythonpath"),
         variants=variants,
         environment=environment,
+        failures=DevicePatterns(**patterns),
         source=path,
     )
 

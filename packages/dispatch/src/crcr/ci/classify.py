@@ -1,9 +1,11 @@
 """Failure classification: who each failing test is blamed on, said from the run's facts alone.
 
-The facts, in the order they decide: the retry outcome (passed on a retry: `flake`), a crash with a signal (the
-device killed the process: `backend`), transient infrastructure errors in the failure or its log (`infra`), the
-other device-fatal patterns (a crash, a hang, out of memory: `backend`), an attribution already made (`follows`),
-then which candidates moved since the combination's last green run. Each classification says which fact decided
+The facts, read from the test's own failure and captured output (never a neighbour's lines in a shard log), in
+the order they decide: the retry outcome (passed on a retry: `flake`), a crash with a signal (the device killed the
+process: `backend`), transient infrastructure errors (`infra`), the device profile's transient errors (`infra`), the
+other device-fatal patterns (a crash, a hang: `backend`), the profile's refusals (the device declines the work, every
+time: `backend`, never out of memory), out of memory (`backend`), an attribution already made (`follows`), then
+which candidates moved since the combination's last green run. Each classification says which fact decided
 and carries a short excerpt as evidence, because a verdict nobody can check is not triage.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from crcr.ci.model import Candidate, Classification, Combination, FailureClass, TestOutcome
 
@@ -34,13 +37,29 @@ INFRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"failed to (?:download|fetch))|ReadTimeoutError|Temporary failure in name resolution|"
             r"Max retries exceeded",
         ),
-        ("a transient device error", r"transient device error|TransientDeviceError"),
     )
 )
 _SIGNAL = re.compile(
     r"\b(SIG(?:SEGV|ABRT|BUS|ILL|FPE|KILL|TERM))\b|signal (\d+)|Segmentation fault|core dumped|Fatal Python error"
 )
-_OOM = re.compile(r"out of memory|MemoryError|TooLargeError|OutOfMemory", re.IGNORECASE)
+_OOM = re.compile(r"out of memory|MemoryError|OutOfMemory", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DevicePatterns:
+    """What a device's own failures look like, from its profile (the pipeline names no device): `transient` errors
+    that a retry may clear (infra), and `refusal`s, the device declining work it cannot do, every time (backend,
+    never out of memory)."""
+
+    transient: tuple[str, ...] = ()
+    refusal: tuple[str, ...] = ()
+
+    def first(self, kind: str, text: str) -> re.Match[str] | None:
+        """The first match in `text` of this kind's patterns."""
+        for pattern in getattr(self, kind):
+            if found := re.search(pattern, text):
+                return found
+        return None
 
 
 def moved_since(current: Combination, last_green: Combination | None) -> set[str]:
@@ -51,9 +70,13 @@ def moved_since(current: Combination, last_green: Combination | None) -> set[str
     return {kind for kind in KINDS if _candidate(current, kind).sha != _candidate(last_green, kind).sha}
 
 
-def classify(test: TestOutcome, moved: set[str], log_excerpt: str = "", probes: str = "") -> Classification:
-    """Why `test` failed (or flaked), with the fact used as the reason and an excerpt as evidence; `probes` says
-    which probe runs an attribution (`test.follows`) rests on."""
+def classify(
+    test: TestOutcome, moved: set[str], log_excerpt: str = "", probes: str = "", device: DevicePatterns | None = None
+) -> Classification:
+    """Why `test` failed (or flaked), with the fact used as the reason and an excerpt as evidence, from the test's
+    own failure and captured output; `probes` says which probe runs an attribution (`test.follows`) rests on and
+    `device` what the device's transient errors and refusals look like."""
+    device = device or DevicePatterns()
     message = failure_text(test)
     text = f"{message}\n{log_excerpt}" if log_excerpt else message
     attempts = " -> ".join(test.attempts)
@@ -67,10 +90,16 @@ def classify(test: TestOutcome, moved: set[str], log_excerpt: str = "", probes: 
         if found:
             reason = f"transient infrastructure error: {label}"
             return Classification("infra", reason, _excerpt(text, found.start()))
+    if found := device.first("transient", text):
+        reason = f"a transient device error ({found.group(0)}, a transient error of this device's profile)"
+        return Classification("infra", reason, _excerpt(text, found.start()))
     if test.outcome == "crashed":
         return Classification("backend", "the test process crashed (device-fatal)", _excerpt(text))
     if test.outcome == "timeout":
         return Classification("backend", "the test hung until its timeout (device-fatal)", _excerpt(text))
+    if found := device.first("refusal", text):
+        reason = f"the device refused the work ({found.group(0)}: a deterministic refusal, not out of memory)"
+        return Classification("backend", reason, _excerpt(text, found.start()))
     found = _OOM.search(text)
     if found:
         reason = f"the device ran out of memory ({found.group(0)}, device-fatal)"
@@ -119,7 +148,7 @@ def failure_text(test: TestOutcome) -> str:
         head = message if not kind or message.startswith(kind) else f"{kind}: {message}" if message else kind
         if head:
             parts.append(head)
-        for key in ("signal", "raised_at", "longrepr", "log"):
+        for key in ("signal", "raised_at", "longrepr", "log", "output"):
             if facts.get(key):
                 parts.append(f"{key}: {facts[key]}")
     return "\n".join(parts)

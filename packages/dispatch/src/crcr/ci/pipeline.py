@@ -368,7 +368,7 @@ def finish(
     moved = moved_since(combination, last[1] if last else None)
     for test in tests:
         if test.failing or test.flaky:
-            test.classification = classify(test, moved, _log_excerpt(workdir, test))
+            test.classification = classify(test, moved, device=ctx.profile.failures)
     status = "error" if unmerged else "failed" if any(t.failing for t in tests) else "passed"
     seconds = sum(s.seconds for s in shards)
     result = CombinationResult(combination, status, prepared.build, reason=unmerged, shards=shards, tests=tests,
@@ -473,7 +473,7 @@ def attribute_failures(
     for test in result.tests:
         if follows.get(test.nodeid):  # an inconclusive probe says nothing new: what was found before stands
             test.follows = follows[test.nodeid]
-            test.classification = classify(test, moved, "", basis)
+            test.classification = classify(test, moved, probes=basis, device=ctx.profile.failures)
 
 
 def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
@@ -535,15 +535,6 @@ def _artifacts(run_dir: Path, results: list[CombinationResult]) -> list[Artifact
             for wheel, digest in sorted(result.build.wheel_sha256.items()):
                 found.append(Artifact(Path(result.build.wheels.get(wheel, wheel)).name, digest))
     return found
-
-
-def _log_excerpt(workdir: Path, test: TestOutcome) -> str:
-    log = workdir / f"shard-{test.shard}" / "pytest.log"
-    if not log.exists():
-        return ""
-    text = log.read_text(encoding="utf-8", errors="replace")
-    at = text.find(test.nodeid.rsplit("::", 1)[-1])
-    return text[max(0, at - 200) : at + 600] if at >= 0 else text[-runner.LOG_TAIL :]
 
 
 def safe_name(name: str) -> str:

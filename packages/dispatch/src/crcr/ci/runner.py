@@ -25,7 +25,6 @@ from crcr.ci.watch import Report, Watcher, shard_watches
 RETRY_PASSES = frozenset({"passed", "xfailed"})
 #: pytest's exit statuses for a run that finished (tests passed / some failed / none collected).
 FINISHED = (0, 1, 5)
-LOG_TAIL = 4000
 #: The collection's file in a combination's work directory (testreuse's plan JSON lines).
 COLLECTED = "collected.jsonl"
 #: Seconds a retry's fresh interpreter may take beyond the test's own timeout: start, import torch, collect its file.
@@ -294,6 +293,8 @@ def run_suite(
         test.failure = dict(record.get("failure") or {}) if record else {}
         if record and "signal" in record:
             test.failure.setdefault("signal", record["signal"])
+        if record and record.get("output"):  # the test's own captured output: what classification reads
+            test.failure["output"] = str(record["output"])
         outcomes.append(test)
     for attempt in range(1, limits.retries + 1):
         failing = [t for t in outcomes if t.outcome in FAILING]
