@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from crcr import cli, http, loop, oidc
 from crcr.ci import pipeline, runner
-from crcr.ci.ciconfig import CIConfig, DeviceProfile
+from crcr.ci.ciconfig import CIConfig, DeviceProfile, load_profile
 from crcr.ci.model import BuildResult, Prepared, RunRecord
 from crcr.relay.issuer import Issuer
 from crcr.relay.server import Relay, running_relay
@@ -65,7 +65,8 @@ def small_run(suite: tuple[runner.Suite, dict[str, str]], root: Path) -> loop.Ru
     ring, modes = suite
 
     def run_job(trigger: Any, combination: str) -> tuple[RunRecord, Path]:
-        profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"})
+        ring_failures = load_profile(Path(__file__).resolve().parents[1] / "configs", "ring").failures
+        profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"}, failures=ring_failures)
         config = CIConfig("dev", (), ("2.13.0",), "embedded", shards=1, retries=0)
         ctx = pipeline.Context(root, root / "cache", config, profile, shard_env=FAULT)
         started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
