@@ -31,6 +31,9 @@ CACHE = ROOT / ".tributary"
 # One uv cache beside the session and pipeline environments (same filesystem): uv hardlinks torch into each of them
 # from one unpacked copy instead of copying it. The pipeline's own uv calls use the same folder.
 os.environ.setdefault("UV_CACHE_DIR", str(CACHE / "uv-cache"))
+# Compile each session's modules once, at install: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every
+# interpreter a test starts would otherwise compile torch's Python from source again.
+os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 # pyproject.toml names the wheelhouse as uv's find-links for every install; uv refuses a missing folder, and only
 # `build` fills it (the driver sessions need no torch).
 WHEELHOUSE.mkdir(exist_ok=True)

@@ -78,6 +78,19 @@ def test_environment_holds_torch_the_wheels_and_their_test_extras(parts: tuple[P
     assert key.stat().st_mtime_ns == stamp
 
 
+def test_environment_modules_are_compiled_once_at_install(parts: tuple[Path, BuildResult, Path]) -> None:
+    """Test processes never write bytecode (PYTHONDONTWRITEBYTECODE): they import what the install compiled."""
+    torch, build, cache = parts
+    python = environment(build, torch, ["tmp-beta[test]"], cache)
+    code = "import sys, torch, tmp_beta; print(torch.__cached__, sys.flags.dont_write_bytecode)"
+    done = subprocess.run(
+        [str(python), "-c", code], env={"PYTHONDONTWRITEBYTECODE": "1"}, capture_output=True, text=True, check=True
+    )
+    cached, flag = done.stdout.split()
+    assert flag == "1"
+    assert Path(cached).is_file()  # compiled by the install, not by this process
+
+
 def test_other_extras_are_another_environment(parts: tuple[Path, BuildResult, Path]) -> None:
     torch, build, cache = parts
     plain = environment(build, torch, [], cache)

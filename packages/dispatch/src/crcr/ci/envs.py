@@ -90,10 +90,20 @@ def venv(path: Path, cache: Path, log: Path | None = None) -> Path:
 
 
 def install(
-    python: Path, requirements: Sequence[str], cache: Path, find_links: Sequence[Path] = (), log: Path | None = None
+    python: Path,
+    requirements: Sequence[str],
+    cache: Path,
+    find_links: Sequence[Path] = (),
+    log: Path | None = None,
+    bytecode: bool = False,
 ) -> None:
-    """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries."""
-    command = uv(cache, "pip", "install", "--python", str(python))
+    """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries.
+
+    `bytecode` compiles every installed module once, here: the test processes run with PYTHONDONTWRITEBYTECODE
+    (nothing written into the suite or a read-only environment), so without it each one compiles torch's Python
+    from source again, several seconds an interpreter and more with Inductor.
+    """
+    command = uv(cache, "pip", "install", "--python", str(python), *(["--compile-bytecode"] if bytecode else []))
     for folder in find_links:
         command += ["--find-links", str(folder)]
     result = _run([*command, *requirements], log)
@@ -141,12 +151,14 @@ def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
 
 
 def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]) -> str:
-    """What makes two environments the same: the wheels' bytes, torch's bytes, the extras and the Python."""
+    """What makes two environments the same: the wheels' bytes, torch's bytes, the extras, the Python, and that
+    its modules are compiled (an environment made before that is made again)."""
     data = {
         "wheels": dict(sorted(build.wheel_sha256.items())),
         "torch": torch_sha256,
         "extras": sorted(extras),
         "python": "{}.{}".format(*sys.version_info[:2]),
+        "bytecode": True,
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -189,7 +201,8 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
         log.write_text("")
         python = venv(path, cache, log)
         built = [Path(p).parent for p in build.wheels.values()][:1]
-        install(python, [str(torch_wheel), *requirements(build, extras)], cache, [torch_wheel.parent, *built], log)
+        wanted = [str(torch_wheel), *requirements(build, extras)]
+        install(python, wanted, cache, [torch_wheel.parent, *built], log, bytecode=True)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         mark_used(path)
     return python
