@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from crcr.ci.history import HistoryError, Scope, last_green, previous, record_run, runs
+from crcr.ci.history import HistoryError, Scope, last_green, last_outcomes, previous, record_run, runs
 from crcr.ci.model import Candidate, Combination, CombinationResult, RunRecord
 from crcr.ci.model import TestOutcome as Case
 
@@ -100,6 +100,19 @@ def test_a_green_run_of_another_device_or_suite_is_not_this_jobs(tmp_path: Path)
     latest = previous(db, "primary", scope=Scope("ring"))
     assert latest is not None
     assert latest.run_id == "run-2"
+
+
+def test_each_tests_last_outcome_is_from_the_last_run_that_ran_it(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    record_run(db, run_record("run-1", "t1", "sha-A", {"a::x": "passed", "a::y": "failed"}, "failed"), tmp_path)
+    second = {"a::x": "failed", "a::y": "not_run", "a::z": "deselected"}
+    record_run(db, run_record("run-2", "t2", "sha-B", second, "failed", device="other"), tmp_path)
+    record_run(db, run_record("run-3", "t3", "sha-C", {"a::x": "crashed", "a::y": "not_run"}, "failed"), tmp_path)
+    # a test that did not run keeps the outcome of the last run that ran it; another device's runs are not this job's
+    assert last_outcomes(db, "primary", scope=Scope("dev")) == {"a::x": "crashed", "a::y": "failed"}
+    assert last_outcomes(db, "primary", scope=Scope("other")) == {"a::x": "failed"}
+    assert last_outcomes(db, "primary", before="run-3") == {"a::x": "failed", "a::y": "failed"}
+    assert last_outcomes(db, "nowhere") == {}
 
 
 def test_recording_a_run_again_replaces_it(tmp_path: Path) -> None:

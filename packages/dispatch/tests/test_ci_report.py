@@ -22,7 +22,7 @@ from crcr.ci.model import (
     ShardResult,
 )
 from crcr.ci.model import TestOutcome as Case
-from crcr.ci.report import ROW_LIMIT, render_html, shard_balance, summarize, write_report
+from crcr.ci.report import ROW_LIMIT, regressions_and_fixes, render_html, shard_balance, summarize, write_report
 
 HOSTILE = "test/test_ops.py::TestCommonDEV::test_<script>alert(1)</script>_\"'&amp;_float32"
 HOSTILE_MESSAGE = "AssertionError: </td></table><script>document.body.innerHTML=''</script> \"'& <img src=x onerror=1>"
@@ -280,7 +280,23 @@ def test_no_previous_green_run_is_said_once_and_nothing_is_claimed_for_it() -> N
     assert text.count("No previous green run to compare with") == 1
     assert "No previous green run to compare with for core-2.13.0, backend-v0.1.0: their regressions" in text
     assert "No test ran in backend-v0.2.0, so nothing there was compared" in text
-    assert "None: no test of primary went from passing to failing, or back, since its previous green run." in text
+    assert (
+        "None: no test of primary went from passing to failing since its previous green run, or passes now after "
+        "failing." in text
+    )
+
+
+def test_a_fix_after_a_red_run_shows_without_any_green_run() -> None:
+    """A test that failed the last time it ran and passes now is a fix, though no green run holds its failure."""
+    run = realistic_run()
+    primary = run.combinations[0]
+    last = {FIXED: "failed", HOSTILE: "passed"}
+    primary.regressions, primary.fixes = regressions_and_fixes(primary, None, last)
+    assert (primary.regressions, primary.fixes) == ([], [FIXED])  # no green run: no regression is claimed
+    summary = summarize(run, {})
+    assert summary["combinations"][0]["fixes"] == [FIXED]
+    text = Dom(render_html(summary)).joined()
+    assert re.search(r"Regressions and fixes.*primary\s*fix\s*test/test_torch\.py::TestTorchDEV::test_was_broken", text)
 
 
 def test_without_any_previous_green_run_no_combination_is_called_unchanged() -> None:
@@ -289,7 +305,7 @@ def test_without_any_previous_green_run_no_combination_is_called_unchanged() -> 
     text = Dom(render_html(summary)).joined()
     assert "None:" not in text.split("Regressions and fixes")[1].split("Attribution")[0]
     names = "primary, core-2.13.0, backend-v0.2.0, backend-v0.1.0"
-    assert f"No previous green run to compare with for {names}: their regressions and fixes are unknown." in text
+    assert f"No previous green run to compare with for {names}: their regressions are unknown." in text
     assert "(in the 0 of 4 combinations compared with their previous green run)" in text
 
 

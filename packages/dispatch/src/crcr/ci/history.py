@@ -129,6 +129,27 @@ def previous(db: Path, combination_name: str, before: str | None = None, scope: 
     return _latest(db, combination_name, before, scope, green_only=False)
 
 
+#: Outcomes that say nothing of whether a test passes: it was not run.
+_UNRUN = ("not_run", "deselected")
+
+
+def last_outcomes(db: Path, combination_name: str, before: str | None = None, scope: Scope = ANY) -> dict[str, str]:
+    """Each test's outcome the last time it ran in `combination_name` (nodeid -> outcome), whatever the status of
+    that run: a test that failed in a red run and passes now is a fix, which a comparison with the last green run,
+    holding no failure, can never show."""
+    with _connect(db) as conn:
+        query = (
+            "SELECT nodeid, outcome FROM ("
+            " SELECT o.nodeid, o.outcome, ROW_NUMBER() OVER (PARTITION BY o.nodeid ORDER BY r.seq DESC) AS n"
+            " FROM outcomes o JOIN results r USING (run_id, combination) JOIN runs USING (run_id)"
+            f" WHERE o.combination = ? AND r.seq < ? AND o.outcome NOT IN ({', '.join('?' for _ in _UNRUN)})"
+        )
+        where, scoped = _scoped(scope, "r")
+        params = [combination_name, _seq_limit(conn, before), *_UNRUN, *scoped]
+        rows = conn.execute(f"{query}{where}) WHERE n = 1", params).fetchall()
+    return {row[0]: row[1] for row in rows}
+
+
 def runs(db: Path) -> list[tuple[str, str, str]]:
     """Every recorded run, oldest first: (run id, started, verdict)."""
     with _connect(db) as conn:
@@ -139,14 +160,9 @@ def runs(db: Path) -> list[tuple[str, str, str]]:
 def _latest(db: Path, name: str, before: str | None, scope: Scope, green_only: bool) -> Entry | None:
     with _connect(db) as conn:
         limit = _seq_limit(conn, before)
-        query = "SELECT results.* FROM results JOIN runs USING (run_id) WHERE combination = ? AND results.seq < ?"
-        params: list[object] = [name, limit]
-        if scope.device is not None:
-            query += " AND runs.device = ?"
-            params.append(scope.device)
-        if scope.suite is not None:
-            query += " AND results.suite_name = ?"
-            params.append(scope.suite)
+        where, scoped = _scoped(scope, "results")
+        query = f"SELECT results.* FROM results JOIN runs USING (run_id) WHERE combination = ? AND results.seq < ?{where}"
+        params = [name, limit, *scoped]
         if green_only:
             query += " AND status = 'passed'"
         row = conn.execute(query + " ORDER BY results.seq DESC LIMIT 1", params).fetchone()
@@ -166,6 +182,19 @@ def _latest(db: Path, name: str, before: str | None, scope: Scope, green_only: b
         suite=_candidate(row, "suite"),
     )
     return Entry(row["run_id"], row["started"], row["status"], combination, outcomes, run_dir)
+
+
+def _scoped(scope: Scope, results: str) -> tuple[str, list[object]]:
+    """The SQL conditions (joined with AND) and parameters that keep rows of `scope`; `results` is the alias of the
+    results table, joined with runs."""
+    where, params = "", list[object]()
+    if scope.device is not None:
+        where += " AND runs.device = ?"
+        params.append(scope.device)
+    if scope.suite is not None:
+        where += f" AND {results}.suite_name = ?"
+        params.append(scope.suite)
+    return where, params
 
 
 def _seq_limit(conn: sqlite3.Connection, before: str | None) -> int:

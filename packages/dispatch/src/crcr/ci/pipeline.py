@@ -212,7 +212,9 @@ def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
         if (green := history.last_green(ctx.history, r.combination.name, scope=ctx.scope(r.combination)))
     }
     for result in record.combinations:
-        result.regressions, result.fixes = report.regressions_and_fixes(result, previous.get(result.combination.name))
+        name = result.combination.name
+        last = history.last_outcomes(ctx.history, name, scope=ctx.scope(result.combination))
+        result.regressions, result.fixes = report.regressions_and_fixes(result, previous.get(name), last)
     record.verdict = _verdict(record.combinations)
     record.finished = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     record.artifacts = _artifacts(run_dir, record.combinations)

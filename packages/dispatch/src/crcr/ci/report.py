@@ -41,20 +41,20 @@ def write_report(run: RunRecord, run_dir: Path, previous_green: dict[str, dict[s
     return summary_path, html_path
 
 
-def regressions_and_fixes(result: CombinationResult, previous: dict[str, str] | None) -> tuple[list[str], list[str]]:
-    """(failing now but passing in the previous green run, passing now but failing then); the result's own lists
-    are kept too, so a driver that filled them loses nothing."""
+def regressions_and_fixes(
+    result: CombinationResult, previous: dict[str, str] | None, last: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
+    """(failing now but passing in the previous green run, passing now but failing the last time it ran); `last`
+    is each test's last outcome (history.last_outcomes), the previous green run when not given. The result's own
+    lists are kept too, so a driver that filled them loses nothing."""
     regressions = set(result.regressions)
     fixes = set(result.fixes)
-    if previous:
-        for test in result.tests:
-            before = previous.get(test.nodeid)
-            if before is None:
-                continue
-            if test.failing and before in PASSING:
-                regressions.add(test.nodeid)
-            elif test.outcome in PASSING and before in FAILING:
-                fixes.add(test.nodeid)
+    last = previous if last is None else last
+    for test in result.tests:
+        if previous and test.failing and previous.get(test.nodeid) in PASSING:
+            regressions.add(test.nodeid)
+        elif last and test.outcome in PASSING and last.get(test.nodeid) in FAILING:
+            fixes.add(test.nodeid)
     return sorted(regressions), sorted(fixes)
 
 
