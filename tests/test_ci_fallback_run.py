@@ -123,7 +123,7 @@ def test_a_variant_runs_end_to_end_as_a_combination_of_its_own(fallback_repo) ->
     assert len(set(builds)) == 1
     assert "primary matrix, compile variant" in (run_dir / "report.html").read_text()
     assert (run_dir / "primary_compile" / "shard-1" / "results.jsonl").stat().st_size > 0
-    durations = json.loads((cache / "durations.json").read_text())["ci"]
+    durations = json.loads((cache / "durations.json").read_text())["fallbackdev/embedded"]
     assert {"primary", "primary+compile"} <= set(durations)
     db = cache / "history.sqlite"
     greens = {name: history.last_green(db, name) for name in ran}

@@ -25,7 +25,9 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list[runner
     suite = ring_suite(configs)
     work = tmp_path_factory.mktemp("work")
     collected = runner.collect(suite, work)
-    plan = runner.plan_shards(suite, collected.selected, work / "durations.json", "faults", 3, work)
+    plan = runner.plan_shards(
+        suite, collected.selected, work / "durations.json", "ring/embedded", "faults", runner.Planning(3), work
+    )
     limits = runner.Limits(parallel=2, retries=1, test_timeout=8, shard_timeout=600)
     shards, tests = runner.run_suite(suite, collected, plan, limits, work, shard_env=SHARD_FAULTS)
     return shards, tests, collected
@@ -75,7 +77,9 @@ def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path
     configs = config_folder(tmp_path / "configs", "test_view_ops.yaml")
     suite = ring_suite(configs)
     collected = runner.collect(suite, tmp_path)
-    plan = runner.plan_shards(suite, collected.selected, tmp_path / "durations.json", "dies", 1, tmp_path)
+    plan = runner.plan_shards(
+        suite, collected.selected, tmp_path / "durations.json", "ring/embedded", "dies", runner.Planning(1), tmp_path
+    )
     dies = {1: {"RINGSIM_FAULT": "abort@40", "PYTEST_ADDOPTS": "--testreuse-isolation none"}}
     limits = runner.Limits(parallel=1, retries=1, test_timeout=30, shard_timeout=600)
     shards, tests = runner.run_suite(suite, collected, plan, limits, tmp_path, shard_env=dies)

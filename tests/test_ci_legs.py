@@ -45,7 +45,9 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, runner.Sui
     suite = ring_suite(configs)
     out = tmp_path_factory.mktemp("prepared")
     collected = runner.collect(suite, out / "collect")
-    plan = runner.plan_shards(suite, collected.selected, out / "durations.json", "legs", 2, out / "collect")
+    plan = runner.plan_shards(
+        suite, collected.selected, out / "durations.json", "ring/embedded", "legs", runner.Planning(2), out / "collect"
+    )
     builds = out / "builds" / "b1"
     builds.mkdir(parents=True)
     (builds / "build.log").write_text("")

@@ -74,7 +74,9 @@ def small_run(suite: tuple[runner.Suite, dict[str, str]], root: Path) -> loop.Ru
         run_dir = ctx.cache / "runs" / record.run_id
         work = run_dir / combination
         work.mkdir(parents=True)
-        plan = runner.plan_shards(ring, list(modes), ctx.durations, combination, 1, work)
+        plan = runner.plan_shards(
+            ring, list(modes), ctx.durations, "ring/embedded", combination, runner.Planning(1), work
+        )
         prepared = Prepared(COMBINATION, BuildResult(True), modes, plan)
         shards, tests = pipeline.execute(ctx, prepared, ring, work)
         record.combinations.append(pipeline.finish(ctx, prepared, ring, shards, tests, work))

@@ -78,7 +78,9 @@ def test_a_hostile_upstream_test_in_a_reporting_leg_sees_no_credential(tmp_path:
     prepared = tmp_path / "prepared"
     collected = runner.collect(suite, prepared / "collect")
     assert collected.selected
-    plan = runner.plan_shards(suite, collected.selected, prepared / "durations.json", "primary", 1, prepared)
+    plan = runner.plan_shards(
+        suite, collected.selected, prepared / "durations.json", "ring/embedded", "primary", runner.Planning(1), prepared
+    )
     (prepared / "builds" / "b").mkdir(parents=True)
     (prepared / "builds" / "b" / "build.log").write_text("")
     item = Prepared(COMBINATION, BuildResult(True, {}, {}, log="builds/b/build.log"), collected.modes, plan)

@@ -30,6 +30,12 @@ def test_the_shipped_config_and_profiles_load() -> None:
         (GOOD + "retries: true\n", "retries: expected an integer"),
         (GOOD + "shards: {count: 0}\n", "shards.count: must be at least 1"),
         (GOOD + "shards: {cuont: 2}\n", "shards.cuont: unknown field"),
+        (GOOD + "shards: {count: 2, cap: 600}\n", "shards.cap: give count or cap, not both"),
+        (GOOD + "shards: {cap: 0}\n", "shards.cap: must be at least 0.001"),
+        (GOOD + "shards: {setup: -1}\n", "shards.setup: must be at least 0"),
+        (GOOD + "shards: {groups: [slow]}\n", "shards.groups: expected a mapping"),
+        (GOOD + "shards: {groups: {slow: ''}}\n", "shards.groups.slow: expected a non-empty string"),
+        (GOOD + "shards: {groups: {'a=b': 'test/*'}}\n", "shards.groups.a=b: a group name is a non-empty word"),
         (GOOD + "shards: {isolation: vm}\n", "shards.isolation: 'vm' is not one of process, docker"),
         (GOOD + "shards: {isolation: docker, image: 3}\n", "shards.image: expected a non-empty string"),
         (GOOD + "timeouts: {test: 0}\n", "timeouts.test: must be at least 0.001"),
@@ -50,6 +56,18 @@ def test_a_bad_ci_config_is_one_line_naming_the_field(tmp_path: Path, text: str,
     assert str(info.value).startswith(f"{path}")
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_shards_reach_the_planner_s_cap_set_up_and_groups(tmp_path: Path) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(
+        GOOD + "shards:\n  cap: 600\n  setup: 45\n  groups: {compiled: '*compile*', ops: 'test/test_ops.py'}\n"
+    )
+    config = load_ci_config(path)
+    assert (config.shard_cap, config.shard_setup) == (600.0, 45.0)
+    assert config.shard_groups == (("compiled", "*compile*"), ("ops", "test/test_ops.py"))  # in order: first wins
+    path.write_text(GOOD)
+    assert (load_ci_config(path).shard_cap, load_ci_config(path).shard_setup) == (None, 0.0)
 
 
 def test_a_field_error_names_the_line_of_the_field(tmp_path: Path) -> None:

@@ -139,10 +139,12 @@ def test_a_first_run_is_planned_from_the_combinations_of_its_own_variant(tmp_pat
     from crcr.ci.runner import alike
 
     store = tmp_path / "durations.json"
-    store.write_text(json.dumps({"ci": {"primary": {}, "core@2.13.0": {}, "primary+compile": {}, "x+other": {}}}))
-    assert alike(store, "core@2.14.1+compile") == ["primary+compile"]
-    assert alike(store, "primary") == ["core@2.13.0"]
-    assert alike(tmp_path / "missing.json", "primary") == []
+    job = {"primary": {}, "core@2.13.0": {}, "primary+compile": {}, "x+other": {}}
+    store.write_text(json.dumps({"ring/embedded": job, "other/embedded": {"core@2.12.0": {}}}))
+    assert alike(store, "ring/embedded", "core@2.14.1+compile") == ["primary+compile"]
+    assert alike(store, "ring/embedded", "primary") == ["core@2.13.0"]  # another device's runs are not alike
+    assert alike(store, "ring/upstream", "primary") == []
+    assert alike(tmp_path / "missing.json", "ring/embedded", "primary") == []
 
 
 # --- the dry run ------------------------------------------------------------------------------------------------------

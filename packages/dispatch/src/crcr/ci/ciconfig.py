@@ -54,7 +54,10 @@ class CIConfig:
     backend_refs: tuple[str, ...]  # older backend refs for the backend-version matrix (HEAD is always the latest)
     cores: tuple[str, ...]  # torch versions, oldest first; the last is the latest
     suite: str  # "embedded", or a path to a PyTorch checkout's root (holding test/)
-    shards: int = 2
+    shards: int = 2  # how many shards, unless shard_cap is set
+    shard_cap: float | None = None  # else: the fewest shards of at most this many predicted seconds each
+    shard_setup: float = 0.0  # fixed seconds each shard costs before its first test (start-up, imports)
+    shard_groups: tuple[tuple[str, str], ...] = ()  # (name, node id pattern): tests the planner keeps together
     parallel_shards: int = 2
     workers_per_shard: int = 1
     isolation: str = "process"  # where shards run: "process" or "docker" (a container per shard)
@@ -87,7 +90,12 @@ def _load_ci_config(path: Path) -> CIConfig:
     backend = Fields(path, top.mapping("backend"), {"refs"}, "backend.")
     core = Fields(path, top.mapping("core"), {"versions"}, "core.")
     suite = Fields(path, top.mapping("suite"), {"root"}, "suite.")
-    shards = Fields(path, top.mapping("shards"), {"count", "parallel", "workers", "isolation", "image"}, "shards.")
+    shards = Fields(
+        path, top.mapping("shards"), {"count", "cap", "setup", "groups", "parallel", "workers", "isolation", "image"},
+        "shards.",
+    )  # fmt: skip
+    if "count" in shards.data and "cap" in shards.data:
+        raise shards.fail("cap", "give count or cap, not both")
     isolation = shards.text("isolation", "process")
     if isolation not in ISOLATIONS:
         raise CIConfigError(f"{path}: shards.isolation: {isolation!r} is not one of {', '.join(ISOLATIONS)}")
@@ -109,6 +117,9 @@ def _load_ci_config(path: Path) -> CIConfig:
         cores=cores,
         suite=suite.text("root", "embedded"),
         shards=int(shards.number("count", 2, integer=True)),
+        shard_cap=float(shards.number("cap", 0, minimum=0.001)) if "cap" in shards.data else None,
+        shard_setup=float(shards.number("setup", 0, minimum=0)),
+        shard_groups=_groups(shards),
         parallel_shards=int(shards.number("parallel", 2, integer=True)),
         workers_per_shard=int(shards.number("workers", 1, integer=True)),
         isolation=isolation,
@@ -121,6 +132,17 @@ def _load_ci_config(path: Path) -> CIConfig:
         durations=top.text("durations") if "durations" in top.data else "",
         source=path,
     )
+
+
+def _groups(shards: Fields) -> tuple[tuple[str, str], ...]:
+    """`shards.groups`, NAME: PATTERN in order (an fnmatch pattern over node ids or files; the first match wins, and
+    groups never share a shard: tests that need the same scarce set-up run together)."""
+    data = shards.mapping("groups")
+    groups = Fields(shards.path, data, set(map(str, data)), "shards.groups.")
+    for name in map(str, data):
+        if "=" in name or not name.strip():
+            raise groups.fail(name, "a group name is a non-empty word without '='")
+    return tuple((str(name), groups.text(str(name))) for name in data)
 
 
 def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str, ...], tuple[str, ...]]:

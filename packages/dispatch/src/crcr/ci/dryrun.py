@@ -17,8 +17,8 @@ from pathlib import Path
 from crcr.ci import build, combinations, compat, cores, envs, reuse
 from crcr.ci.ciconfig import split_variants
 from crcr.ci.model import BuildResult, Candidate, Combination
-from crcr.ci.pipeline import Context, combination_inputs, limits_of
-from crcr.ci.runner import alike, owners, read_records
+from crcr.ci.pipeline import Context, combination_inputs, limits_of, planning_of
+from crcr.ci.runner import owners, plan_command, read_records
 
 
 def describe(ctx: Context) -> Iterator[str]:
@@ -74,7 +74,8 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
 
 
 def _after_collection(ctx: Context) -> str:
-    return f"shard plan: after collection ({ctx.config.shards} shards of the collected tests)"
+    cut = f"shards of at most {ctx.config.shard_cap:g} s" if ctx.config.shard_cap else f"{ctx.config.shards} shards"
+    return f"shard plan: after collection ({cut} of the collected tests)"
 
 
 def _environment_and_plan(ctx: Context, combination: Combination, built: BuildResult, wheel: Path) -> Iterator[str]:
@@ -100,11 +101,9 @@ def _plan(ctx: Context, combination: Combination, python: Path, collection: Path
     with tempfile.TemporaryDirectory() as scratch:
         tests = Path(scratch) / "selected.txt"
         tests.write_text("".join(f"{n}\n" for n in selected), encoding="utf-8")
-        argv = [str(python), "-m", "testreuse.shards", "plan", "--durations", str(ctx.durations), "--job", "ci",
-                "--config", combination.name, "--tests", str(tests), "--shards", str(ctx.config.shards),
-                "--setup", "0"]  # fmt: skip
-        for name in alike(ctx.durations, combination.name):
-            argv += ["--fallback", name]
+        argv = plan_command(
+            python, ctx.durations, ctx.durations_job(combination), combination.name, tests, planning_of(ctx.config)
+        )
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         yield f"shard plan: the planner failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}"

@@ -161,7 +161,9 @@ def _latest(db: Path, name: str, before: str | None, scope: Scope, green_only: b
     with _connect(db) as conn:
         limit = _seq_limit(conn, before)
         where, scoped = _scoped(scope, "results")
-        query = f"SELECT results.* FROM results JOIN runs USING (run_id) WHERE combination = ? AND results.seq < ?{where}"
+        query = (
+            f"SELECT results.* FROM results JOIN runs USING (run_id) WHERE combination = ? AND results.seq < ?{where}"
+        )
         params = [name, limit, *scoped]
         if green_only:
             query += " AND status = 'passed'"

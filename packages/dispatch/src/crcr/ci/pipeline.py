@@ -95,6 +95,10 @@ class Context:
     def durations(self) -> Path:
         return self.cache / "durations.json"
 
+    def durations_job(self, combination: Combination) -> str:
+        """Whose times plan this combination: this device's runs of the same suite."""
+        return runner.durations_job(self.profile.name, combinations.suite_kind(combination.suite))
+
     def scope(self, combination: Combination) -> history.Scope:
         """The history this combination is compared against: the same device and the same suite root."""
         return history.Scope(self.profile.name, combination.suite.name)
@@ -292,7 +296,8 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
     suite = suite_of_build(ctx, combination, built)
     try:
         collected = _collect(ctx, name, suite, reuse.key(parts, with_limits=False), workdir)
-        plan = runner.plan_shards(suite, collected.selected, ctx.durations, name, ctx.config.shards, workdir)
+        job = ctx.durations_job(combination)
+        plan = runner.plan_shards(suite, collected.selected, ctx.durations, job, name, planning_of(ctx.config), workdir)
     except runner.RunnerError as exc:
         return CombinationResult(combination, "error", built, reason=str(exc), inputs=inputs)
     return Prepared(combination, built, collected.modes, plan, inputs)
@@ -362,7 +367,7 @@ def finish(
     combination = prepared.combination
     results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
     try:
-        runner.merge_durations(suite, ctx.durations, combination.name, results, workdir)
+        runner.merge_durations(suite, ctx.durations, ctx.durations_job(combination), combination.name, results, workdir)
         unmerged = ""
     except runner.RunnerError as exc:  # the results stand; the combination says the store did not take them
         unmerged = f"durations: {exc}"
@@ -377,6 +382,10 @@ def finish(
                                seconds=round(seconds, 3), inputs=prepared.inputs)  # fmt: skip
     (workdir / "plan.json").write_text(json.dumps(prepared.plan, indent=1, sort_keys=True) + "\n")
     return result
+
+
+def planning_of(config: CIConfig) -> runner.Planning:
+    return runner.Planning(config.shards, config.shard_cap, config.shard_setup, config.shard_groups)
 
 
 def limits_of(config: CIConfig) -> runner.Limits:

@@ -109,42 +109,69 @@ def collected_from(path: Path) -> Collected:
     return Collected({r["nodeid"]: r["mode"] for r in records}, records)
 
 
-def plan_shards(suite: Suite, selected: Sequence[str], durations: Path, key: str, shards: int, workdir: Path) -> dict:
-    """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated; a combination
-    never run, from the combinations of the same variant that have run)."""
+@dataclass(frozen=True)
+class Planning:
+    """How testreuse's planner cuts a combination's tests into shards (ci.yaml's `shards:`)."""
+
+    count: int = 2
+    cap: float | None = None  # else: the fewest shards of at most this many predicted seconds each
+    setup: float = 0.0  # seconds each shard costs before its first test
+    groups: tuple[tuple[str, str], ...] = ()  # (name, pattern): tests that share a shard, never another group's
+
+    def arguments(self) -> list[str]:
+        mode = ["--cap", f"{self.cap:g}"] if self.cap is not None else ["--shards", str(self.count)]
+        return [*mode, "--setup", f"{self.setup:g}", *(f"--group={name}={pattern}" for name, pattern in self.groups)]
+
+
+def durations_job(device: str, suite_kind: str) -> str:
+    """The durations store's job key for one device's runs of one suite (`ring/embedded`): another device's, or
+    another suite's, times for a same-named test and combination say nothing about these."""
+    return f"{device}/{suite_kind}"
+
+
+def plan_command(python: Path, durations: Path, job: str, key: str, tests: Path, planning: Planning) -> list[str]:
+    """`python -m testreuse.shards plan` of the node ids in `tests` for combination `key`; a combination never run is
+    estimated from the combinations of the same variant that have run."""
+    argv = [str(python), "-m", "testreuse.shards", "plan", "--durations", str(durations), "--job", job,
+            "--config", key, "--tests", str(tests), *planning.arguments()]  # fmt: skip
+    for name in alike(durations, job, key):
+        argv += ["--fallback", name]
+    return argv
+
+
+def plan_shards(
+    suite: Suite, selected: Sequence[str], durations: Path, job: str, key: str, planning: Planning, workdir: Path
+) -> dict:
+    """testreuse's planner on the durations of earlier runs (tests it has never seen are estimated)."""
     workdir, durations = workdir.resolve(), durations.resolve()
     tests = workdir / "selected.txt"
     tests.write_text("".join(f"{n}\n" for n in selected), encoding="utf-8")
     output = workdir / "plan.json"
-    argv = [str(suite.python), "-m", "testreuse.shards", "plan", "--durations", str(durations), "--job", "ci",
-            "--config", key, "--tests", str(tests), "--shards", str(shards), "--setup", "0",
-            "--output", str(output)]  # fmt: skip
-    for name in alike(durations, key):
-        argv += ["--fallback", name]
+    argv = [*plan_command(suite.python, durations, job, key, tests, planning), "--output", str(output)]
     done = _run(argv, workdir, _environ(suite), None)
     if done.returncode != 0:
         raise RunnerError(f"shard planning failed: {_last_line(done.output)}")
     return json.loads(output.read_text(encoding="utf-8"))
 
 
-def alike(durations: Path, key: str) -> list[str]:
-    """The combinations in the durations store (job `ci`) of the same variant as `key` (`primary+compile` is like
+def alike(durations: Path, job: str, key: str) -> list[str]:
+    """The combinations of `job` in the durations store of the same variant as `key` (`primary+compile` is like
     `core@2.13.0+compile`, not like `primary`): their times are the best estimate for a first run of `key`."""
     try:
-        known = json.loads(durations.read_text(encoding="utf-8")).get("ci", {})
+        known = json.loads(durations.read_text(encoding="utf-8")).get(job, {})
     except (OSError, ValueError, AttributeError):
         return []
     variant = key.partition("+")[2]
     return sorted(n for n in known if n != key and n.partition("+")[2] == variant) if isinstance(known, dict) else []
 
 
-def merge_durations(suite: Suite, durations: Path, key: str, results: Sequence[Path], workdir: Path) -> None:
+def merge_durations(suite: Suite, durations: Path, job: str, key: str, results: Sequence[Path], workdir: Path) -> None:
     """Fold this run's per-test times into the durations store the next plan reads."""
     present = [str(p.resolve()) for p in results if p.exists() and p.stat().st_size]
     durations = durations.resolve()
     if not present:
         return
-    argv = [str(suite.python), "-m", "testreuse.shards", "merge", "--store", str(durations), "--job", "ci",
+    argv = [str(suite.python), "-m", "testreuse.shards", "merge", "--store", str(durations), "--job", job,
             "--config", key, *present]  # fmt: skip
     done = _run(argv, workdir, _environ(suite), None)
     if done.returncode != 0:
