@@ -191,3 +191,30 @@ def test_a_combination_whose_environment_fails_is_an_error_and_the_others_are_re
     assert {t["outcome"] for t in compiled["tests"]} == {"passed"}
     assert "could not create a venv" in (run_dir / "report.html").read_text()
     assert f"summary: {run_dir / 'summary.json'}" in out
+
+
+def test_an_older_backend_ref_runs_with_its_own_configs_and_profile(fallback_repo) -> None:
+    """The backend matrix runs an older ref whose config folder selects other tests than HEAD's: each combination
+    runs the tests its own ref's configs select, from the ref's own checkout and device profile."""
+    repo, builds = fallback_repo
+    commit(repo, "the backend module, as the repository holds it")  # the pythonpath links, so each ref has them
+    old = git(repo, "rev-parse", "HEAD")
+    folder = _profile(repo)["configs"]["embedded"]
+    (repo / folder / "embedded.yaml").write_text(_config(VARIANT_TESTS))  # HEAD's configs pick other tests
+    (repo / "configs" / "ci.yaml").write_text(
+        "device: fallbackdev\ncore: {versions: ['2.13.0']}\nshards: {count: 1, parallel: 1}\nretries: 0\n"
+        f"backend: {{refs: ['{old}']}}\nmatrices: [backend]\n"
+    )
+    commit(repo, "HEAD's configs select the transpose tests")
+    cache = repo.parent / "cache"
+    status = main(["ci", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)])
+    (run_dir,) = (cache / "runs").iterdir()
+    record = json.loads((run_dir / "record.json").read_text())
+    assert status == 0, record["verdict"]
+    ran = {r["combination"]["name"]: {t["nodeid"] for t in r["tests"]} for r in record["combinations"]}
+    assert set(ran) == {"primary", f"backend@{old[:12]}"}
+    assert ran["primary"]
+    assert all("::test_transpose_view_" in n for n in ran["primary"])  # HEAD's configs
+    assert ran[f"backend@{old[:12]}"]
+    assert all("::test_view_view_" in n for n in ran[f"backend@{old[:12]}"])  # the older ref's own configs
+    assert {str(checkout.name) for checkout, _ in builds} == {old[:12], git(repo, "rev-parse", "HEAD")[:12]}

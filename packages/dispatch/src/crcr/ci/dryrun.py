@@ -17,7 +17,7 @@ from pathlib import Path
 from crcr.ci import build, combinations, compat, cores, envs, reuse
 from crcr.ci.ciconfig import split_variants
 from crcr.ci.model import BuildResult, Candidate, Combination
-from crcr.ci.pipeline import Context, combination_inputs, limits_of, planning_of
+from crcr.ci.pipeline import Context, combination_inputs, home_of, limits_of, planning_of
 from crcr.ci.runner import owners, plan_command, read_records
 
 
@@ -79,7 +79,8 @@ def _after_collection(ctx: Context) -> str:
 
 
 def _environment_and_plan(ctx: Context, combination: Combination, built: BuildResult, wheel: Path) -> Iterator[str]:
-    key = envs.environment_key(built, cores.wheel_sha256(wheel), list(ctx.profile.requirements))
+    wanted = list(home_of(ctx, combination).profile.requirements)
+    key = envs.environment_key(built, cores.wheel_sha256(wheel), wanted)
     env = ctx.cache / "envs" / key[:16]
     ready = envs.recorded_key(env) == key
     yield f"environment: {'reuse' if ready else 'would make'} {env}"

@@ -36,7 +36,7 @@ from crcr.ci import (
     shardenv,
     worktrees,
 )  # fmt: skip
-from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, split_variants
+from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, load_profile, split_variants
 from crcr.ci.classify import classify, moved_since, verdict
 from crcr.ci.digest import file_sha256
 from crcr.ci.model import (
@@ -122,13 +122,13 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
 #: shards, durations or history, or the machine under them. The run goes on with the next combination.
 COMBINATION_ERRORS: tuple[type[Exception], ...] = (
     worktrees.WorktreeError, cores.CoreError, build.BuildError, envs.EnvError, runner.RunnerError,
-    isolation.IsolationError, history.HistoryError, OSError,
+    isolation.IsolationError, history.HistoryError, CIConfigError, OSError,
 )  # fmt: skip
 #: The step each kind of error comes from, as the combination's reason says it.
 ERROR_STEPS = {
     worktrees.WorktreeError: "checkout", cores.CoreError: "core", build.BuildError: "build",
     envs.EnvError: "environment", runner.RunnerError: "runner", isolation.IsolationError: "isolation",
-    history.HistoryError: "history", OSError: "machine",
+    history.HistoryError: "history", CIConfigError: "device profile", OSError: "machine",
 }  # fmt: skip
 
 
@@ -317,16 +317,47 @@ def _collect(ctx: Context, name: str, suite: runner.Suite, key: str, workdir: Pa
     return collected
 
 
+@dataclass(frozen=True)
+class Home:
+    """Where a combination's backend keeps what runs its tests: the device profile, the config folders and the
+    backend modules (the profile's paths are relative to `root`)."""
+
+    root: Path
+    profile: DeviceProfile
+
+    def configs(self, combination: Combination) -> Path:
+        kind = combinations.suite_kind(combination.suite)
+        return self.root / self.profile.config_folder(kind, combination.variant)
+
+    def pythonpath(self) -> list[Path]:
+        return [self.root / p for p in self.profile.pythonpath]
+
+
+def home_of(ctx: Context, combination: Combination) -> Home:
+    """HEAD's backend runs from the repository itself (local edits to configs included) with this run's profile. An
+    older ref (the backend matrix, a probe pinned back) runs from its own checkout with its own profile of this
+    device, so it is tested with the configs and modules it shipped with, not HEAD's; a ref that has no profile of
+    this device runs with this run's profile, from HEAD's folders."""
+    if combination.backend.sha == worktrees.resolve_ref(ctx.repo, "HEAD"):
+        return Home(ctx.repo, ctx.profile)
+    root = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
+    if not (root / "configs" / "devices" / f"{ctx.profile.name}.yaml").is_file():
+        return Home(ctx.repo, ctx.profile)
+    return Home(root, load_profile(root / "configs", ctx.profile.name))
+
+
 def combination_inputs(ctx: Context, combination: Combination, built: BuildResult, torch_wheel: Path) -> dict:
     """The combination's inputs by hash (crcr.ci.reuse): what must be equal for a recorded result to stand."""
-    configs = ctx.repo / ctx.profile.config_folder(combinations.suite_kind(combination.suite), combination.variant)
+    home = home_of(ctx, combination)
     limits = {**dataclasses.asdict(limits_of(ctx.config)), "isolation": ctx.config.isolation}
     del limits["parallel"]  # how many shards run at once changes no outcome
     if ctx.config.isolation == "docker":
         limits["image"] = ctx.config.image
-    limits["environment"] = shardenv.matching(os.environ, ctx.profile.environment)  # what the profile passes on
-    paths = [ctx.repo / p for p in ctx.profile.pythonpath]
-    return reuse.inputs(combination, built, cores.wheel_sha256(torch_wheel), configs, ctx.profile.source, paths, limits)
+    limits["environment"] = shardenv.matching(os.environ, home.profile.environment)  # what the profile passes on
+    return reuse.inputs(
+        combination, built, cores.wheel_sha256(torch_wheel), home.configs(combination), home.profile.source,
+        home.pythonpath(), limits,
+    )  # fmt: skip
 
 
 def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
@@ -337,7 +368,8 @@ def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
 def suite_of_build(ctx: Context, combination: Combination, built: BuildResult) -> runner.Suite:
     """The combination's suite in the environment of `built`'s wheels and its core's torch (reused when it exists)."""
     wheel = cores.torch_wheel(combination.core.name, ctx.cache)
-    return suite_for(ctx, combination, envs.environment(built, wheel, list(ctx.profile.requirements), ctx.cache))
+    wanted = list(home_of(ctx, combination).profile.requirements)
+    return suite_for(ctx, combination, envs.environment(built, wheel, wanted, ctx.cache))
 
 
 def execute(
@@ -405,13 +437,14 @@ def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Su
         root = Path(suite.name)
         if suite.version != "tree" and _git_head(root) != suite.sha:
             root = worktrees.checkout(root, suite.sha, ctx.cache)
-    configs = ctx.repo / ctx.profile.config_folder(combinations.suite_kind(suite), combination.variant)
-    paths = [ctx.repo / p for p in ctx.profile.pythonpath]
+    home = home_of(ctx, combination)
+    paths = home.pythonpath()
     env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
     where = isolation.isolation(ctx.config.isolation, ctx.config.image)
     reads = (*paths, isolation.interpreter_prefix(python)) if where.name == "docker" else tuple(paths)
+    profile = home.profile
     return runner.Suite(
-        python, configs, root, ctx.profile.device, ctx.profile.backend, env, where, reads, ctx.profile.environment
+        python, home.configs(combination), root, profile.device, profile.backend, env, where, reads, profile.environment
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from crcr.ci import cores, envs, runner
 from crcr.ci.ciconfig import load_ci_config, load_profile
 from crcr.ci.model import RunRecord, from_json
-from crcr.ci.pipeline import Context, limits_of, suite_for
+from crcr.ci.pipeline import Context, home_of, limits_of, suite_for
 
 
 class ReproduceError(Exception):
@@ -44,7 +44,7 @@ def reproduce(run_dir: Path, repo: Path, say: Callable[[str], None]) -> list[str
         if cores.wheel_sha256(torch) != combination.core.sha:
             raise ReproduceError(f"{combination.name}: torch {combination.core.name} is no longer the recorded wheel")
         say(f"{combination.name}: rerunning {len(result.tests)} tests")
-        python = envs.environment(result.build, torch, list(ctx.profile.requirements), cache)
+        python = envs.environment(result.build, torch, list(home_of(ctx, combination).profile.requirements), cache)
         suite = suite_for(ctx, combination, python)
         nodeids = [t.nodeid for t in result.tests]
         workdir = run_dir / "reproduce" / combination.name.replace("/", "_")
