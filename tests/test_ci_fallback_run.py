@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from crcr.ci import build, combinations, cores, envs, history
+from crcr.ci import build, combinations, cores, envs, history, runner
 from crcr.ci.model import BuildResult, Candidate, CombinationResult, from_json
 from crcr.cli import main
 
@@ -218,3 +218,35 @@ def test_an_older_backend_ref_runs_with_its_own_configs_and_profile(fallback_rep
     assert ran[f"backend@{old[:12]}"]
     assert all("::test_view_view_" in n for n in ran[f"backend@{old[:12]}"])  # the older ref's own configs
     assert {str(checkout.name) for checkout, _ in builds} == {old[:12], git(repo, "rev-parse", "HEAD")[:12]}
+
+
+def test_a_recorded_run_reproduces_from_its_run_directory(
+    fallback_repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`crcr reproduce` reruns a recorded run from what its run directory pinned (configs, profile, limits,
+    third-party versions), so today's configs selecting other tests change nothing; a pinned file that no longer
+    matches the run's digest is one line naming it, exit 2."""
+    repo, _ = fallback_repo
+    wheel = repo.parent / "torch-2.13.0-py3-none-any.whl"  # the fixture's stand-in, under its real digest here
+    monkeypatch.setattr(combinations, "core", lambda v, cache: Candidate("core", v, v, cores.wheel_sha256(wheel)))
+    cache = repo.parent / "cache"
+    argv = ["--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)]
+    assert main(["ci", *argv, "--only", "primary"]) == 0
+    (run_dir,) = (cache / "runs").iterdir()
+    pinned = run_dir / "primary" / "pinned"
+    assert any(line.startswith("pytest==") for line in (pinned / "requirements.txt").read_text().splitlines())
+    folder = _profile(repo)["configs"]["embedded"]
+    (repo / folder / "embedded.yaml").write_text(_config(VARIANT_TESTS))  # today's configs pick other tests
+    capsys.readouterr()
+
+    assert main(["reproduce", str(run_dir), "--repo", str(repo)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "every outcome is the same"
+    assert any(line.startswith("primary: rerunning ") for line in out)
+    reran = runner.read_records(run_dir / "reproduce" / "primary" / "shard-1" / "results.jsonl")
+    assert {r["outcome"] for r in reran if "::test_view_view_" in r["nodeid"]} == {"passed"}  # the recorded tests
+
+    (pinned / "configs" / "embedded.yaml").write_text(_config(VARIANT_TESTS))
+    assert main(["reproduce", str(run_dir), "--repo", str(repo)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: primary: {pinned / 'configs'}: differs from the config folder the run recorded"]

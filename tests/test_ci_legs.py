@@ -142,7 +142,11 @@ def test_two_legs_merge_into_one_run_that_accounts_for_every_test(prepared, fini
     assert state["started"]
     assert state["host"]
 
+    pins = prepared[0] / "prepare" / "primary" / "pinned"  # what prepare pinned for reproduce
+    pins.mkdir(parents=True, exist_ok=True)
+    (pins / "pins.json").write_text("{}")
     record, run_dir = _merge(prepared, tmp_path, finished)
+    assert (run_dir / "primary" / "pinned" / "pins.json").read_text() == "{}"  # kept where reproduce looks
     (result,) = record.combinations
     assert sorted(t.nodeid for t in result.tests) == sorted(selected)
     assert {t.outcome for t in result.tests} <= {"passed", "xfailed"}

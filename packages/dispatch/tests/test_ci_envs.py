@@ -91,6 +91,21 @@ def test_environment_modules_are_compiled_once_at_install(parts: tuple[Path, Bui
     assert Path(cached).is_file()  # compiled by the install, not by this process
 
 
+def test_pins_hold_third_party_packages_at_their_recorded_versions(tmp_path: Path) -> None:
+    """A reproduce installs what the run had, not what resolves today: with pins, the older version; the pins are
+    part of the environment's key."""
+    torch = make_wheel(tmp_path / "wheelhouse" / "torch-9.9.0", "torch", "9.9.0")
+    for version in ("0.1.0", "0.2.0"):
+        make_wheel(tmp_path / "build", "tmp-dep", version)
+    backend = built(make_wheel(tmp_path / "build", "tmp-user", "0.1.0", ("tmp-dep",)))
+    cache = tmp_path / "cache"
+    pins = tmp_path / "requirements.txt"
+    pins.write_text("tmp-dep==0.1.0\n")
+    version = "import importlib.metadata as m; print(m.version('tmp-dep'))"
+    assert run(environment(backend, torch, ["tmp-user"], cache), version) == "0.2.0"
+    assert run(environment(backend, torch, ["tmp-user"], cache, pins), version) == "0.1.0"
+
+
 def test_other_extras_are_another_environment(parts: tuple[Path, BuildResult, Path]) -> None:
     torch, build, cache = parts
     plain = environment(build, torch, [], cache)

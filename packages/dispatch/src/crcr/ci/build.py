@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .cores import wheel_sha256, wheel_version
 from .digest import file_sha256
-from .envs import EnvError, install, locked, python_of, uv, venv
+from .envs import EnvError, install, locked, normalize_name, python_of, uv, venv
 from .model import BuildResult
 from .usage import mark_used
 
@@ -55,13 +55,9 @@ class Member:
     build_requires: tuple[str, ...]
 
 
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _requirement_name(requirement: str) -> str:
     match = _NAME.match(requirement)
-    return _normalize(match.group(1)) if match else ""
+    return normalize_name(match.group(1)) if match else ""
 
 
 def _toml(path: Path) -> dict:

@@ -45,7 +45,8 @@ def find_uv() -> str:
     raise EnvError("uv not found: install it (python -m pip install uv) or put it on PATH")
 
 
-def _normalize(name: str) -> str:
+def normalize_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -131,12 +132,12 @@ def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
     register a second privateuse1 device), unless a named one depends on them (they resolve from the build folder).
     Anything else (`pytest-split>=0.10`) is a requirement installed from the registries.
     """
-    wheels = {_normalize(dist): (dist, Path(path)) for dist, path in build.wheels.items()}
+    wheels = {normalize_name(dist): (dist, Path(path)) for dist, path in build.wheels.items()}
     chosen: dict[str, set[str]] = {}
     also: list[str] = []
     for item in extras:
         match = _EXTRA.match(item) or _PLAIN.match(item)
-        name = _normalize(match.group(1)) if match else ""
+        name = normalize_name(match.group(1)) if match else ""
         if name in wheels:
             chosen.setdefault(name, set())
             if match and match.lastindex == 2:
@@ -150,7 +151,7 @@ def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
     return found + also
 
 
-def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]) -> str:
+def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str], pins: str = "") -> str:
     """What makes two environments the same: the wheels' bytes, torch's bytes, the extras, the Python, and that
     its modules are compiled (an environment made before that is made again)."""
     data = {
@@ -159,12 +160,16 @@ def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]
         "extras": sorted(extras),
         "python": "{}.{}".format(*sys.version_info[:2]),
         "bytecode": True,
+        **({"pins": hashlib.sha256(pins.encode()).hexdigest()} if pins else {}),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache: Path) -> Path:
-    """The python of a venv under `cache/envs/` holding torch, the backend wheels and their test extras.
+def environment(
+    build: BuildResult, torch_wheel: Path, extras: list[str], cache: Path, pins: Path | None = None
+) -> Path:
+    """The python of a venv under `cache/envs/` holding torch, the backend wheels and their test extras; with
+    `pins` (a constraints file of `name==version` lines), the third-party packages at exactly those versions.
 
     Reused when its recorded key matches; made again otherwise. Raises EnvError for a failed build, for a torch
     wheel other than the one the build's manifest says it was compiled against, and for an install that does not
@@ -186,7 +191,8 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
             f"the backend wheels were built against torch {built_against[:12]}, not {torch_wheel.name} "
             f"({torch_sha[:12]}): a native extension only loads with the torch it was compiled against"
         )
-    key = environment_key(build, torch_sha, extras)
+    pinned = pins.read_text(encoding="utf-8") if pins is not None else ""
+    key = environment_key(build, torch_sha, extras, pinned)
     root = cache / "envs"
     path = root / key[:16]
     record = {"key": key, "torch": torch_wheel.name, "wheels": build.wheel_sha256, "extras": sorted(extras)}
@@ -202,7 +208,8 @@ def environment(build: BuildResult, torch_wheel: Path, extras: list[str], cache:
         python = venv(path, cache, log)
         built = [Path(p).parent for p in build.wheels.values()][:1]
         wanted = [str(torch_wheel), *requirements(build, extras)]
-        install(python, wanted, cache, [torch_wheel.parent, *built], log, bytecode=True)
+        constraint = ["--constraint", str(pins)] if pins is not None else []
+        install(python, [*constraint, *wanted], cache, [torch_wheel.parent, *built], log, bytecode=True)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         mark_used(path)
     return python

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crcr.ci import legstate, pipeline, runner
+from crcr.ci import legstate, pinning, pipeline, runner
 from crcr.ci.legstate import LEG, LegError, LegFolder, read_json, write_json
 from crcr.ci.model import (
     BuildResult,
@@ -102,6 +102,9 @@ def merge(
     for item in prepared:
         workdir = run_dir / pipeline.safe_name(item.combination.name)
         workdir.mkdir(parents=True, exist_ok=True)
+        pins = prepared_dir / "prepare" / pipeline.safe_name(item.combination.name) / pinning.PINNED
+        if pins.is_dir():  # what reproduce needs, where a one-machine run keeps it
+            shutil.copytree(pins, workdir / pinning.PINNED, dirs_exist_ok=True)
         mine = [f for f in found if f.combination == item.combination.name]
         shards, tests, notes = _gather(item, mine, [f.folder for f in stray], workdir)
         try:

@@ -30,6 +30,7 @@ from crcr.ci import (
     envs,
     history,
     isolation,
+    pinning,
     report,
     reuse,
     runner,
@@ -300,6 +301,8 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
         plan = runner.plan_shards(suite, collected.selected, ctx.durations, job, name, planning_of(ctx.config), workdir)
     except runner.RunnerError as exc:
         return CombinationResult(combination, "error", built, reason=str(exc), inputs=inputs)
+    profile = home_of(ctx, combination).profile.source
+    pinning.pin(workdir, suite, profile, parts, limits_of(ctx.config), set(built.wheels), ctx.cache)
     return Prepared(combination, built, collected.modes, plan, inputs)
 
 
@@ -430,13 +433,7 @@ def limits_of(config: CIConfig) -> runner.Limits:
 def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Suite:
     """How the plugin runs this combination's suite on the profile's device, in the environment of `python`, with
     the profile's config folder for the suite (its variant's, for a variant combination)."""
-    suite = combination.suite
-    if suite.name == "embedded":
-        root = worktrees.checkout(ctx.repo, suite.version, ctx.cache) / combinations.EMBEDDED_TREE
-    else:
-        root = Path(suite.name)
-        if suite.version != "tree" and _git_head(root) != suite.sha:
-            root = worktrees.checkout(root, suite.sha, ctx.cache)
+    root = suite_root(ctx, combination.suite)
     home = home_of(ctx, combination)
     paths = home.pythonpath()
     env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
@@ -446,6 +443,17 @@ def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Su
     return runner.Suite(
         python, home.configs(combination), root, profile.device, profile.backend, env, where, reads, profile.environment
     )
+
+
+def suite_root(ctx: Context, suite: Candidate) -> Path:
+    """The suite tree at the candidate's commit: the embedded tree of this repository's commit, or a PyTorch
+    checkout (itself when at that commit or not a git checkout, else a worktree of the commit)."""
+    if suite.name == "embedded":
+        return worktrees.checkout(ctx.repo, suite.version, ctx.cache) / combinations.EMBEDDED_TREE
+    root = Path(suite.name)
+    if suite.version != "tree" and _git_head(root) != suite.sha:
+        root = worktrees.checkout(root, suite.sha, ctx.cache)
+    return root
 
 
 def _git_head(root: Path) -> str:

@@ -124,7 +124,7 @@ class Planning:
 
 
 def durations_job(device: str, suite_kind: str) -> str:
-    """The durations store's job key for one device's runs of one suite (`ring/embedded`): another device's, or
+    """The durations store's job key for one device's runs of one suite (`DEVICE/embedded`): another device's, or
     another suite's, times for a same-named test and combination say nothing about these."""
     return f"{device}/{suite_kind}"
 
