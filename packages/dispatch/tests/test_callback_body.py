@@ -272,6 +272,22 @@ def test_facts_from_a_failed_run(tmp_path: Path) -> None:
     assert verdict["analyzed_at"] == "2026-12-01T17:30:00Z"
 
 
+def test_the_verdict_says_what_the_run_found_its_core_to_be_to_the_dispatched_commit() -> None:
+    """The run asked git (in the suite checkout) what its core is to the commit: the verdict says that, and a core
+    that merely contains the commit still names no PR."""
+    record = _record(UPSTREAM_FAILS)
+    said = f"the core (git {'c' * 12}) contains the dispatched commit {SHA[:12]} but was not built from it"
+    primary = record.combinations[0]
+    primary.combination = dataclasses.replace(primary.combination, dispatched=f"{said}; the suite was taken at it")
+    verdict = from_run.facts(record, upstream={"pr": 7, "commit": SHA}).verdict or {}
+    assert verdict["summary"].endswith(f"; {said}; the suite was taken at it")
+    assert "suspected_upstream" not in verdict
+    other = from_run.facts(record, upstream={"pr": 8, "commit": "9" * 40}).verdict or {}
+    assert (
+        "the core that ran, torch 2.14.1 (no recorded source commit), is not the dispatched commit" in other["summary"]
+    )
+
+
 def test_consistent_failures_are_high_confidence_and_unknown_is_low() -> None:
     backend = [_test(f"t.py::test_{i}", "crashed", "backend") for i in range(3)]
     assert from_run.facts(_record(backend)).verdict["confidence"] == "high"  # type: ignore[index]

@@ -212,15 +212,19 @@ def ran_the_commit(result: CombinationResult, upstream: Mapping[str, Any]) -> bo
 
 
 def core_relation(result: CombinationResult, upstream: Mapping[str, Any]) -> str:
-    """What the core that ran is to the dispatched commit, in one sentence ("" when the dispatch names none)."""
+    """What the core that ran is to the dispatched commit, in one sentence ("" when the dispatch names none): the
+    run's own finding (ancestry asked of the suite checkout) when it ran for that commit."""
     commit = str(upstream.get("commit") or "")
     if not commit:
         return ""
-    core = result.combination.core
+    combination = result.combination
+    if combination.dispatched and commit[:12] in combination.dispatched:
+        return combination.dispatched
+    core = combination.core
     if core.git == commit:
         return f"the core was built from the dispatched commit {commit[:12]}"
     built = f"git {core.git[:12]}" if core.git else "no recorded source commit"
-    suite = "; the suite was taken at it" if result.combination.suite.sha == commit else ""
+    suite = "; the suite was taken at it" if combination.suite.sha == commit else ""
     return (f"the core that ran, torch {core.version} ({built}), is not the dispatched commit {commit[:12]}, and "
             f"whether it contains it is not known here{suite}")  # fmt: skip
 

@@ -38,16 +38,18 @@ def core_unfetched(version: str, cache: Path) -> Candidate:
     return Candidate("core", version, found, sha)
 
 
-def suite(root: str, repo: Path, backend_sha: str) -> Candidate:
+def suite(root: str, repo: Path, backend_sha: str, at: str = "") -> Candidate:
     """`embedded`: the tree in the latest backend's checkout (it moves only when its files change); else a PyTorch
-    checkout's root, identified by its git commit when it is one, else by its content."""
+    checkout's root, identified by its git commit when it is one, else by its content. `at` (a dispatched commit)
+    takes a git checkout's suite at that commit, so the tests that run are the ones the change under test has; the
+    embedded tree has no upstream commits and stays as it is."""
     if root == "embedded":
         tree = repo / EMBEDDED_TREE
         return Candidate("suite", "embedded", backend_sha, tree_sha256(tree / "test", "*.py"))
     path = Path(root).expanduser().resolve()
     head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     if head.returncode == 0:
-        sha = head.stdout.strip()
+        sha = worktrees.resolve_ref(path, at) if at else head.stdout.strip()
         return Candidate("suite", str(path), sha[:12], sha)
     return Candidate("suite", str(path), "tree", tree_sha256(path / "test", "*.py"))
 
@@ -58,14 +60,15 @@ def plan(
     cache: Path,
     head: str = "HEAD",
     core_of: Callable[[str, Path], Candidate] = core,
+    suite_at: str = "",
 ) -> list[Combination]:
     """Every combination of the run, the primary first and the variants' last; a combination appears once even if
-    two matrices hold it."""
+    two matrices hold it. `suite_at` is the dispatched commit a git suite checkout is taken at."""
     latest_backend = backend(repo, head)
     latest_backend = Candidate("backend", "HEAD", latest_backend.version, latest_backend.sha)
     core_candidates = [core_of(v, cache) for v in config.cores]
     latest_core = core_candidates[-1]
-    latest_suite = suite(config.suite, repo, latest_backend.sha)
+    latest_suite = suite(config.suite, repo, latest_backend.sha, suite_at)
     found = [Combination("primary", "primary", latest_backend, latest_core, latest_suite)]
     if "backend" in config.matrices:
         for ref in config.backend_refs:

@@ -47,6 +47,7 @@ class Combination:
     core: Candidate
     suite: Candidate
     variant: str = ""  # a variant of the device profile ("compile"); "" for its plain configs
+    dispatched: str = ""  # what its core and suite are to the dispatched commit, one sentence ("" = none dispatched)
 
     def candidates(self) -> tuple[Candidate, Candidate, Candidate]:
         return (self.backend, self.core, self.suite)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from crcr.ci import (
+    ancestry,
     attribution,
     build,
     combinations,
@@ -168,9 +169,14 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     for name in skipped:  # ci.yaml serves every device profile; this one has no config folders for the variant
         ctx.progress.note(f"variant {name}: not declared by device profile {ctx.profile.name}; skipped")
     config = dataclasses.replace(ctx.config, variants=variants)
-    planned = combinations.plan(config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache))
+    commit = str(trigger.get("sha") or "")
+    planned = combinations.plan(
+        config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache), suite_at=commit
+    )
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
+    if commit:
+        planned = [dataclasses.replace(c, dispatched=dispatched(c, commit)) for c in planned]
     for combination in planned:  # a profile without this suite's config folder stops the run before any build
         ctx.profile.config_folder(combinations.suite_kind(combination.suite), combination.variant)
     machine = {**environment(), "isolation": where.name}
@@ -179,6 +185,17 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     started_at = started.isoformat(timespec="seconds")
     record = RunRecord(run_id, started_at, dict(trigger), machine, ctx.profile.name, skipped_variants=list(skipped))
     return record, run_dir, planned
+
+
+def dispatched(combination: Combination, commit: str) -> str:
+    """What the combination's core and suite are to the dispatched `commit`, in one sentence for the verdict."""
+    suite = combination.suite
+    checkout = Path(suite.name) if suite.name != "embedded" and suite.version != "tree" else None
+    _state, said = ancestry.relation(combination.core.git, commit, checkout)
+    if suite.sha == commit:
+        return f"{said}; the suite was taken at it"
+    where = "the embedded tree" if suite.name == "embedded" else f"the checkout at {suite.version}"
+    return f"{said}; the suite is {where}, not upstream's at it"
 
 
 def seed_durations(ctx: Context) -> None:
