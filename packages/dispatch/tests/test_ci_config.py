@@ -43,6 +43,23 @@ def test_the_shipped_config_and_profiles_load() -> None:
         (GOOD + "backend: {refs: main}\n", "backend.refs: expected a list of strings"),
         ("core: {versions: ['2.13.0']}\n", "device: required"),
         ("device: dev\ncore: {versions: []}\n", "core.versions: required"),
+        (
+            "device: dev\ncore: {versions: ['2.13.0', '2.13.0']}\n",
+            "core.versions[1]: the core '2.13.0' is listed twice",
+        ),
+        ("device: dev\ncore: {versions: [[2]]}\n", "core.versions[0]: expected a torch version or a mapping"),
+        ("device: dev\ncore: {versions: [{nightly: yesterday}]}\n", "core.versions[0].nightly: 'yesterday' is neither"),
+        (
+            "device: dev\ncore: {versions: [{nightly: 2026-02-30}]}\n",
+            "core.versions[0].nightly: '2026-02-30' is neither",
+        ),
+        ("device: dev\ncore: {versions: [{wheel: a.whl, build: make}]}\n", "core.versions[0].build: give exactly one"),
+        ("device: dev\ncore: {versions: [{name: x}]}\n", "core.versions[0].nightly: give exactly one of"),
+        ("device: dev\ncore: {versions: [{wheel: a.whl, index: u}]}\n", "core.versions[0].index: only a nightly"),
+        ("device: dev\ncore: {versions: [{build: make}]}\n", "core.versions[0].checkout: required"),
+        ("device: dev\ncore: {versions: [{wheel: a.whl, name: ../x}]}\n", "core.versions[0].name: '../x': a core's"),
+        ("device: dev\ncore: {versions: [{wheel: a.whl}, {wheel: b.whl}]}\n", "core.versions[1]: the core 'wheel' is"),
+        ("device: dev\ncore: {versions: [{wheel: a.whl, colour: red}]}\n", "core.versions[0].colour: unknown field"),
         ("device: [unclosed\n", "not YAML"),
         ("- a list\n", "top level: expected a mapping"),
         (GOOD + "retries: 1\nretries: 2\n", "duplicate key 'retries' (first at line"),
@@ -56,6 +73,25 @@ def test_a_bad_ci_config_is_one_line_naming_the_field(tmp_path: Path, text: str,
     assert str(info.value).startswith(f"{path}")
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_core_sources_besides_releases(tmp_path: Path) -> None:
+    path = tmp_path / "ci.yaml"
+    path.write_text(
+        "device: dev\ncore:\n  versions:\n    - '2.13.0'\n    - {nightly: 2026-11-30}\n"
+        "    - {wheel: 'https://ci.example/pytorch-wheel-{sha}/torch.whl', name: ci-wheel}\n"
+        "    - {build: 'pip wheel --no-build-isolation --no-deps -w {out} {source}', checkout: ~/pytorch}\n"
+        "    - {nightly: dispatched, index: 'http://127.0.0.1:1/simple'}\n"
+    )
+    config = load_ci_config(path)
+    assert config.cores == ("2.13.0", "nightly-2026-11-30", "ci-wheel", "source", "nightly")
+    assert config.core_source("2.13.0") is None
+    nightly = config.core_source("nightly")
+    assert nightly is not None
+    assert (nightly.kind, nightly.spec, nightly.index) == ("nightly", "dispatched", "http://127.0.0.1:1/simple")
+    built = config.core_source("source")
+    assert built is not None
+    assert (built.kind, built.checkout, built.ref) == ("build", "~/pytorch", "")
 
 
 def test_shards_reach_the_planner_s_cap_set_up_and_groups(tmp_path: Path) -> None:

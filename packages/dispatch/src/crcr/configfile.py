@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
@@ -23,7 +23,13 @@ class ConfigError(Exception):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key repeated in one mapping."""
+    """SafeLoader that refuses a key repeated in one mapping, and reads an unquoted date as the text it is (YAML's
+    own timestamps make `2026-02-30` an exception, and no field of ours wants a date object)."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}

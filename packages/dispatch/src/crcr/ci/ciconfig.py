@@ -7,12 +7,15 @@ config folders for the same suite (a compiled run, say): each is its own combina
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crcr.ci import cores, coresource
 from crcr.ci.classify import DevicePatterns
+from crcr.ci.coresource import CoreSource
 from crcr.configfile import ConfigError, Fields, located, read_mapping
 from crcr.credentials import is_credential
 
@@ -52,7 +55,7 @@ class DeviceProfile:
 class CIConfig:
     device: str
     backend_refs: tuple[str, ...]  # older backend refs for the backend-version matrix (HEAD is always the latest)
-    cores: tuple[str, ...]  # torch versions, oldest first; the last is the latest
+    cores: tuple[str, ...]  # core names (a release's is its version), oldest first; the last is the latest
     suite: str  # "embedded", or a path to a PyTorch checkout's root (holding test/)
     shards: int = 2  # how many shards, unless shard_cap is set
     shard_cap: float | None = None  # else: the fewest shards of at most this many predicted seconds each
@@ -68,7 +71,12 @@ class CIConfig:
     matrices: tuple[str, ...] = ("backend", "core")
     variants: tuple[str, ...] = ()  # the device profile's variants to run besides the plain combinations
     durations: str = ""  # a committed durations store (relative to the repository) that seeds an empty cache's
+    core_sources: tuple[CoreSource, ...] = ()  # where each core that is no release comes from, by name
     source: Path = field(default=Path("configs/ci.yaml"), compare=False)
+
+    def core_source(self, name: str) -> CoreSource | None:
+        """Where the core `name` comes from, None for a release (a version pip finds)."""
+        return next((s for s in self.core_sources if s.name == name), None)
 
 
 ISOLATIONS = ("process", "docker")
@@ -100,9 +108,7 @@ def _load_ci_config(path: Path) -> CIConfig:
     if isolation not in ISOLATIONS:
         raise CIConfigError(f"{path}: shards.isolation: {isolation!r} is not one of {', '.join(ISOLATIONS)}")
     timeouts = Fields(path, top.mapping("timeouts"), {"test", "shard"}, "timeouts.")
-    cores = core.texts("versions")
-    if not cores:
-        raise CIConfigError(f"{path}: core.versions: required (at least one torch version)")
+    cores, sources = _cores(core)
     matrices = top.texts("matrices", ("backend", "core"))
     for index, name in enumerate(matrices):
         if name not in ("backend", "core"):
@@ -130,8 +136,64 @@ def _load_ci_config(path: Path) -> CIConfig:
         matrices=matrices,
         variants=variants,
         durations=top.text("durations") if "durations" in top.data else "",
+        core_sources=sources,
         source=path,
     )
+
+
+def _cores(core: Fields) -> tuple[tuple[str, ...], tuple[CoreSource, ...]]:
+    """`core.versions`: each a release version, or a mapping naming one other source (nightly, wheel, build)."""
+    entries = core.data.get("versions")
+    if not isinstance(entries, list) or not entries:
+        raise core.fail("versions", "required (a list of torch versions or core sources, oldest first)")
+    names: list[str] = []
+    sources = []
+    for index, entry in enumerate(entries):
+        where = f"versions[{index}]"
+        if isinstance(entry, str | int | float) and not isinstance(entry, bool) and str(entry).strip():
+            name = str(entry)
+        elif isinstance(entry, dict):
+            found = _core_source(Fields(core.path, entry, _SOURCE_FIELDS, f"core.{where}."))
+            name = found.name
+            sources.append(found)
+        else:
+            raise core.fail(where, "expected a torch version or a mapping with one of nightly, wheel, build")
+        if name in names:
+            raise core.fail(where, f"the core {name!r} is listed twice")
+        names.append(name)
+    return tuple(names), tuple(sources)
+
+
+_SOURCE_FIELDS = {"nightly", "wheel", "build", "name", "index", "checkout", "ref"}
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+
+
+def _core_source(entry: Fields) -> CoreSource:
+    kinds = [kind for kind in ("nightly", "wheel", "build") if kind in entry.data]
+    if len(kinds) != 1:
+        raise entry.fail(kinds[1] if kinds else "nightly", "give exactly one of nightly, wheel, build")
+    kind = kinds[0]
+    spec = entry.text(kind)
+    for unused, needs in (("index", "nightly"), ("checkout", "build"), ("ref", "build")):
+        if unused in entry.data and kind != needs:
+            raise entry.fail(unused, f"only a {needs} source takes it")
+    if kind == "nightly" and spec != coresource.DISPATCHED and not _valid_date(spec):
+        raise entry.fail("nightly", f"{spec!r} is neither a date (YYYY-MM-DD) nor {coresource.DISPATCHED!r}")
+    default = {"nightly": "nightly" if spec == coresource.DISPATCHED else f"nightly-{spec}", "wheel": "wheel"}
+    name = entry.text("name", default.get(kind, "source"))
+    if not cores.CORE_NAME.match(name):
+        raise entry.fail("name", f"{name!r}: a core's name starts with a letter (a release's is its version)")
+    index = entry.text("index") if "index" in entry.data else ""
+    ref = entry.text("ref") if "ref" in entry.data else ""
+    checkout = entry.text("checkout") if kind == "build" else ""
+    return CoreSource(name, kind, spec, index=index, checkout=checkout, ref=ref)
+
+
+def _valid_date(text: str) -> bool:
+    try:
+        return bool(_DATE.match(text)) and bool(datetime.date.fromisoformat(text))
+    except ValueError:
+        return False
 
 
 def _groups(shards: Fields) -> tuple[tuple[str, str], ...]:

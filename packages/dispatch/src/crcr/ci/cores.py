@@ -23,12 +23,14 @@ import urllib.request
 import zipfile
 from pathlib import Path
 
+from . import remote_wheels
 from .digest import file_sha256
 
 INDEX_ENV = "TRIBUTARY_TORCH_INDEX"
 MARKER = ".tributary-complete.json"
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+!_-]*")
-_GIT_VERSION = re.compile(r"""^git_version\s*=\s*['"]([0-9a-f]{40})['"]""", re.MULTILINE)
+#: A core that is no release goes by a name of its own (`nightly`, `ci-wheel`): a folder name, never a path.
+CORE_NAME = re.compile(r"[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*\Z")
 _HASHES: dict[tuple[str, int, int], str] = {}
 _RESOLVED: dict[tuple[str, str], tuple[str, str]] = {}  # (version, index) -> pip's (version, sha256), per process
 
@@ -55,8 +57,7 @@ def wheel_git_version(wheel: Path) -> str:
             text = archive.read("torch/version.py").decode("utf-8", "replace")
     except (OSError, KeyError, zipfile.BadZipFile):
         return ""
-    found = _GIT_VERSION.search(text)
-    return found.group(1) if found else ""
+    return remote_wheels.commit_in(text)
 
 
 def _matches(wheel: Path, version: str) -> bool:
@@ -86,10 +87,16 @@ def torch_wheel(version: str, cache: Path, env: dict[str, str] | None = None) ->
     """The torch==VERSION wheel, fetched with its dependencies into `cache/wheelhouse/torch-VERSION/` the first time.
 
     pip's own configuration decides where it comes from (its indexes and find-links); `$TRIBUTARY_TORCH_INDEX`
-    (e.g. https://download.pytorch.org/whl/cpu) replaces the index for users elsewhere.
+    (e.g. https://download.pytorch.org/whl/cpu) replaces the index for users elsewhere. A core that is no release
+    (a nightly, a CI-built wheel, a source build: `crcr.ci.coresource`) is found by its name once it was obtained.
     """
     if not _VERSION.fullmatch(version):
-        raise CoreError(f"not a torch version: {version!r} (expected e.g. 2.13.0)")
+        found = fetched(version, cache) if CORE_NAME.match(version) else None
+        if found is None:
+            where = wheelhouse(version, cache)
+            raise CoreError(f"core {version!r}: not a torch version, and no core of that name was obtained into "
+                            f"{where} (ci.yaml's core.versions says where it comes from)")  # fmt: skip
+        return found
     env = dict(os.environ if env is None else env)
     folder = wheelhouse(version, cache)
     folder.mkdir(parents=True, exist_ok=True)
@@ -136,20 +143,27 @@ def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
 
 
 def fetched(version: str, cache: Path) -> Path | None:
-    """The torch==VERSION wheel if a complete fetch left it in the wheelhouse (nothing is locked or made)."""
-    found = _find(wheelhouse(version, cache), version)
-    return found if found is not None and _recorded(found).get("wheel") == found.name else None
+    """The torch==VERSION wheel (or the named core's) if a complete fetch left it in the wheelhouse (nothing is
+    locked or made)."""
+    folder = wheelhouse(version, cache)
+    if _VERSION.fullmatch(version):
+        found = _find(folder, version)
+    elif CORE_NAME.match(version):
+        found = folder / str(_recorded(folder / "-").get("wheel"))
+    else:
+        return None
+    return found if found is not None and found.is_file() and _recorded(found).get("wheel") == found.name else None
 
 
 def peek(version: str, cache: Path, env: dict[str, str] | None = None) -> tuple[str, str, bool]:
     """(the wheel's version, its sha256 or "", whether it is fetched) for torch==VERSION, without fetching it: from
     the wheelhouse's marker when it was fetched, else from pip's resolution (`pip install --dry-run --report`), whose
     hash comes from the index (or pip's hashing of a local file); "" when the index gives none."""
-    if not _VERSION.fullmatch(version):
-        raise CoreError(f"not a torch version: {version!r} (expected e.g. 2.13.0)")
     found = fetched(version, cache)
     if found is not None:
         return wheel_version(found), str(_recorded(found).get("sha256", "")), True
+    if not _VERSION.fullmatch(version):
+        return "", "", False  # a named core (a nightly, a CI wheel, a source build) is known once obtained
     env = dict(os.environ if env is None else env)
     asked = (version, env.get(INDEX_ENV, ""))
     if asked not in _RESOLVED:

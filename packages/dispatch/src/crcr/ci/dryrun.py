@@ -35,8 +35,14 @@ def describe(ctx: Context) -> Iterator[str]:
         version = candidate.version if len(candidate.version) <= 14 else candidate.version[:12]
         yield f"  {candidate.kind:<7} {candidate.name:<10} {version:<14} {candidate.sha or '(sha unknown)'}"
     for version in ctx.config.cores:
-        if not cores.peek(version, ctx.cache)[2]:
-            yield f"  torch=={version}: would be fetched into {cores.wheelhouse(version, ctx.cache)}"
+        if cores.peek(version, ctx.cache)[2]:
+            continue
+        source = ctx.config.core_source(version)
+        folder = cores.wheelhouse(version, ctx.cache)
+        if source is None:
+            yield f"  torch=={version}: would be fetched into {folder}"
+        else:
+            yield f"  core {version} ({source.kind}: {source.spec}): would be obtained into {folder}"
     for combination in planned:
         yield f"{combination.name}  ({combination.matrix}{' +' + combination.variant if combination.variant else ''})"
         yield from ("  " + line for line in _combination(ctx, combination))
@@ -51,7 +57,8 @@ def _candidates(planned: list[Combination]) -> list[Candidate]:
 
 
 def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
-    fits, declared = compat.holds(compat.torch_range_at(ctx.repo, combination.backend.sha), combination.core.name)
+    core = combination.core.version or combination.core.name
+    fits, declared = compat.holds(compat.torch_range_at(ctx.repo, combination.backend.sha), core)
     if not fits:
         yield f"incompatible: the backend declares torch {declared}; this core is {combination.core.name}"
         return

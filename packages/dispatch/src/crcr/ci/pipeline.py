@@ -28,6 +28,7 @@ from crcr.ci import (
     combinations,
     compat,
     cores,
+    coresource,
     envs,
     history,
     isolation,
@@ -171,7 +172,7 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     config = dataclasses.replace(ctx.config, variants=variants)
     commit = str(trigger.get("sha") or "")
     planned = combinations.plan(
-        config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache), suite_at=commit
+        config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache, commit), suite_at=commit
     )
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
@@ -209,11 +210,16 @@ def seed_durations(ctx: Context) -> None:
         shutil.copyfile(seed, ctx.durations)
 
 
-def _fetch_core(ctx: Context, version: str, cache: Path) -> Candidate:
-    """The core candidate, saying so first: the first fetch of a CUDA build brings about 3 GB of dependencies."""
-    if cores.fetched(version, cache) is None:
-        ctx.progress.phase("setup", f"fetching torch=={version} and its dependencies (once)")
-    return combinations.core(version, cache)
+def _fetch_core(ctx: Context, name: str, cache: Path, commit: str) -> Candidate:
+    """The core candidate, saying so first: the first fetch of a CUDA build brings about 3 GB of dependencies; a
+    core that is no release comes from its source (a nightly, a wheel, a build) for the dispatched `commit`."""
+    source = ctx.config.core_source(name)
+    if source is not None:
+        ctx.progress.phase("setup", f"core {name}: {source.kind} {source.spec}")
+        coresource.obtain(source, cache, commit, lambda line: ctx.progress.phase("setup", line))
+    elif cores.fetched(name, cache) is None:
+        ctx.progress.phase("setup", f"fetching torch=={name} and its dependencies (once)")
+    return combinations.core(name, cache)
 
 
 def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:

@@ -97,10 +97,10 @@ def _remove(repo: Path, path: Path, root: Path) -> None:
     _git(repo, "worktree", "prune")
 
 
-def checkout(repo: Path, sha: str, cache: Path) -> Path:
-    """A detached worktree of `sha` at `cache/worktrees/<sha12>`, reused when present and intact."""
+def checkout(repo: Path, sha: str, cache: Path, folder: str = "worktrees") -> Path:
+    """A detached worktree of `sha` at `cache/FOLDER/<sha12>`, reused when present and intact."""
     full = resolve_ref(repo, sha)
-    root = cache / "worktrees"
+    root = cache / folder
     path = root / full[:12]
     with _locked(root):
         if _intact(repo, path, full):
