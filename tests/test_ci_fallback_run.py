@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 from crcr.ci import build, combinations, cores, envs, history, runner
-from crcr.ci.model import BuildResult, Candidate, CombinationResult, from_json
+from crcr.ci.model import BuildResult, Candidate, CombinationResult, RunRecord, from_json
 from crcr.cli import main
+from crcr.relay.server import running_relay
 
 REPO = Path(__file__).resolve().parents[1]
+REAL_CORE = combinations.core
+REAL_TORCH_WHEEL = cores.torch_wheel
 
 
 def git(repo: Path, *args: str) -> str:
@@ -250,3 +253,80 @@ def test_a_recorded_run_reproduces_from_its_run_directory(
     assert main(["reproduce", str(run_dir), "--repo", str(repo)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: primary: {pinned / 'configs'}: differs from the config folder the run recorded"]
+
+
+def _local_torch_wheel() -> Path:
+    """The wheel this interpreter's torch was installed from (the nox sessions take it from `.wheelhouse/`)."""
+    import torch
+
+    for wheel in sorted((REPO / ".wheelhouse").glob("torch-*.whl")):
+        if (
+            cores.wheel_version(wheel) == torch.__version__
+            and cores.wheel_git_version(wheel) == torch.version.git_version
+        ):
+            return wheel
+    pytest.skip(f"no wheel of this interpreter's torch {torch.__version__} in {REPO / '.wheelhouse'}")
+
+
+def test_a_dispatch_runs_the_suite_at_its_commit_and_says_what_the_core_is_to_it(
+    fallback_repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`crcr ci --payload` on a push naming an upstream commit older than the checkout's HEAD: the suite runs at that
+    commit (where upstream's test_view_view is broken; at HEAD it passes), the record names the core that ran (a
+    CI-built wheel source: its version, sha256 and git_version, the torch of the environment), and the verdict on the
+    relay says what that core is to the dispatched commit, naming no PR."""
+    repo, _ = fallback_repo
+    monkeypatch.setattr(combinations, "core", REAL_CORE)  # the core is obtained from its source, as configured
+    monkeypatch.setattr(cores, "torch_wheel", REAL_TORCH_WHEEL)
+    import torch
+
+    wheel = _local_torch_wheel()
+    upstream = repo.parent / "pytorch"
+    (upstream / "test").mkdir(parents=True)
+    original = (REPO / combinations.EMBEDDED_TREE / "test" / "test_view_ops.py").read_text()
+    broken = original.replace(
+        "self._assert_writes_through(t, t.view(30))", "self._assert_writes_through(t, t.view(30).clone())"
+    )
+    assert broken != original
+    (upstream / "test" / "test_view_ops.py").write_text(broken)
+    git(upstream, "init", "-q", "-b", "main")
+    commit(upstream, "a change that breaks view's aliasing")
+    dispatched = git(upstream, "rev-parse", "HEAD")
+    (upstream / "test" / "test_view_ops.py").write_text(original)
+    commit(upstream, "its revert")
+    _profile(repo, configs={"embedded": "configs/fallbackdev", "upstream": "configs/fallbackdev"})
+    (repo / "configs" / "ci.yaml").write_text(
+        f"device: fallbackdev\ncore: {{versions: [{{wheel: '{wheel}', name: ci-wheel}}]}}\n"
+        f"suite: {{root: '{upstream}'}}\nshards: {{count: 1, parallel: 1}}\nretries: 0\nmatrices: []\n"
+    )
+    commit(repo, "upstream suite")
+    push = json.loads((REPO / "packages/dispatch/tests/payloads/push_main.json").read_text())
+    push["payload"]["after"] = push["payload"]["head_commit"]["id"] = push["payload"]["commits"][-1]["id"] = dispatched
+    payload = repo.parent / "payload.json"
+    payload.write_text(json.dumps(push))
+    cache = repo.parent / "cache"
+    policy = REPO / "configs" / "crcr.yaml"
+    status = main(["ci", "--payload", str(payload), "--policy", str(policy), "--as", "acme/accel", "--device",
+                   "fallbackdev", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo),
+                   "--cache", str(cache)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert f"gate: run primary at {dispatched}" in out
+    (run_dir,) = (cache / "runs").iterdir()
+    (result,) = from_json(RunRecord, json.loads((run_dir / "record.json").read_text())).combinations
+    combination = result.combination
+    assert (combination.suite.name, combination.suite.sha) == (str(upstream), dispatched)
+    core = combination.core
+    assert (core.name, core.version, core.sha) == ("ci-wheel", torch.__version__, cores.wheel_sha256(wheel))
+    assert core.git == torch.version.git_version  # the torch the shards imported
+    failed = {t.nodeid for t in result.tests if t.outcome == "failed"}
+    assert failed
+    assert all("::test_view_view_" in n for n in failed)  # the dispatched commit's test file, not HEAD's
+    said = (f"the core (git {core.git[:12]}) is not the dispatched commit {dispatched[:12]}, and whether it contains "
+            "it is not known: the suite checkout does not hold both commits; the suite was taken at it")  # fmt: skip
+    assert combination.dispatched == said
+    with running_relay(cache / "relay.sqlite", allowlist={"acme/accel": 2}) as relay:
+        (job,) = relay.jobs("acme/accel")
+    assert job["conclusion"] == "failure"
+    assert job["verdict"]["summary"].endswith(f"; {said}")
+    assert "suspected_upstream" not in job["verdict"]
