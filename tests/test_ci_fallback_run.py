@@ -330,3 +330,71 @@ def test_a_dispatch_runs_the_suite_at_its_commit_and_says_what_the_core_is_to_it
     assert job["conclusion"] == "failure"
     assert job["verdict"]["summary"].endswith(f"; {said}")
     assert "suspected_upstream" not in job["verdict"]
+
+
+BREAK_FLIP = """
+    _broken_flip = torch.library.Library("aten", "IMPL")  # this change forgets to flip
+    _broken_flip.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")
+    _KEPT.append(_broken_flip)
+"""
+
+
+def test_failures_follow_the_backend_ref_that_broke_an_op_when_backend_and_core_both_moved(fallback_repo) -> None:
+    """A green run of the flip tests on one backend commit and core; then a backend commit that breaks aten::flip
+    for the device and a newer core, both at once. The pipeline reruns the failures with each candidate pinned back,
+    each probe set up like any combination from its own checkout: they pass only on the older backend ref, so they
+    follow the backend. (The two cores are stand-ins for this interpreter's torch: what moved is told by sha.)"""
+    repo, builds = fallback_repo
+    module_dir = repo / "packages" / "testreuse" / "tests" / "backends"
+    module_dir.unlink()  # the fixture's link: this backend's module changes between its commits
+    shutil.copytree(REPO / "packages" / "testreuse" / "tests" / "backends", module_dir,
+                    ignore=shutil.ignore_patterns("__pycache__", "test_*.py", "conftest.py"))  # fmt: skip
+    shutil.copy(
+        REPO / combinations.EMBEDDED_TREE / "test" / "test_shape_ops.py", repo / combinations.EMBEDDED_TREE / "test"
+    )
+    folder = repo / _profile(repo)["configs"]["embedded"]
+    (folder / "embedded.yaml").write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_shape_ops.py\n      unlisted_test_mode: "
+        "skip\n      tests:\n        - names: [TestShapeOps::test_flip]\n          mode: mandatory_success\n"
+    )
+    ci = "device: fallbackdev\nshards: {count: 1, parallel: 1}\nretries: 0\nmatrices: []\n"
+    (repo / "configs" / "ci.yaml").write_text(ci + "core: {versions: ['2.13.0']}\n")
+    commit(repo, "the flip tests on a backend that flips")
+    good = git(repo, "rev-parse", "HEAD")
+    cache = repo.parent / "cache"
+    argv = ["ci", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)]
+    assert main(argv) == 0
+
+    source = (module_dir / "fallback_backend.py").read_text()
+    anchor = "    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)\n"
+    assert anchor in source
+    broken = source.replace(anchor, anchor + BREAK_FLIP).replace(
+        "class BackendLoadError", "_KEPT = []\n\n\nclass BackendLoadError"
+    )
+    (module_dir / "fallback_backend.py").write_text(broken)
+    (repo / "configs" / "ci.yaml").write_text(ci + "core: {versions: ['2.13.0', '2.14.1']}\n")
+    commit(repo, "a faster flip (it forgets to flip) and the next core")
+    head = git(repo, "rev-parse", "HEAD")
+    assert main(argv) == 1
+    run_dir = max((cache / "runs").iterdir())
+    record = from_json(RunRecord, json.loads((run_dir / "record.json").read_text()))
+    (result,) = record.combinations
+    assert (result.combination.backend.sha, result.combination.core.name) == (head, "2.14.1")
+    failing = [t for t in result.tests if t.failing]
+    assert failing
+    assert all("::test_flip_" in t.nodeid for t in failing)
+    assert {t.follows for t in failing} == {"backend"}
+    assert {t.classification.klass for t in failing if t.classification} == {"backend"}
+    reasons = {t.classification.reason for t in failing if t.classification}
+    assert all("backend pinned back" in r for r in reasons), reasons
+    assert {checkout.name for checkout, _ in builds} >= {good[:12], head[:12]}  # the probe ran the older ref's checkout
+    assert reasons == {
+        "it passes with only the backend pinned back to its last-green version "
+        f"(probes run: primary~backend@HEAD:{good[:12]}, primary~core@2.13.0)"
+    }
+    probes = run_dir / "attribution"
+    old_backend = runner.read_records(probes / f"primary_backend@HEAD_{good[:12]}" / "shard-1" / "results.jsonl")
+    old_core = runner.read_records(probes / "primary_core@2.13.0" / "shard-1" / "results.jsonl")
+    ran = {t.nodeid for t in failing}
+    assert {r["outcome"] for r in old_backend if r["nodeid"] in ran} == {"passed"}  # the older ref's flip
+    assert {r["outcome"] for r in old_core if r["nodeid"] in ran} == {"failed"}  # HEAD's flip on the older core
