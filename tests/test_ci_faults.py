@@ -90,3 +90,49 @@ def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path
     assert first["not_run"] + first["crashed"] + first["error"] > 0  # the rerun died too, at the same launch count
     assert sorted(t.nodeid for t in tests) == sorted(collected.selected)
     assert {t.outcome for t in tests} <= {"passed", "xfailed"}  # what the shard never finished passed alone
+
+
+BREAK_FLIP = """
+import torch
+
+_lib = torch.library.Library("aten", "IMPL")
+_lib.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")  # forgets to flip
+"""
+
+
+def test_a_neighbour_s_crash_in_the_same_shard_does_not_relabel_an_assertion(tmp_path: Path) -> None:
+    """One shard: flip tests that fail on a broken kernel (an assertion), and view tests of which one is hit by a
+    device abort. The shard's log holds both; each test is classified from its own failure and captured output."""
+    configs = config_folder(tmp_path / "configs", "test_view_ops.yaml", "test_shape_ops.yaml")
+    broken = tmp_path / "broken-backend"
+    broken.mkdir()
+    (broken / "sitecustomize.py").write_text(BREAK_FLIP)
+    suite = ring_suite(configs, env={"PYTHONPATH": str(broken)})
+    collected = runner.collect(suite, tmp_path / "collect")
+    flips = [n for n in collected.selected if "::test_flip_" in n][:6]
+    views = [n for n in collected.selected if "test_view_ops.py::" in n][:30]
+    tests = views + flips
+    collected = runner.Collected(
+        {n: collected.modes[n] for n in tests}, [r for r in collected.records if r.get("nodeid") in tests]
+    )
+    plan = runner.plan_shards(
+        suite, tests, tmp_path / "durations.json", "ring/embedded", "neighbour", runner.Planning(1), tmp_path
+    )
+    limits = runner.Limits(parallel=1, retries=0, test_timeout=60, shard_timeout=600)
+    _, outcomes = runner.run_suite(
+        suite, collected, plan, limits, tmp_path / "run", shard_env={1: {"RINGSIM_FAULT": "abort@40"}}
+    )
+    log = (tmp_path / "run" / "shard-1" / "pytest.log").read_text(errors="replace")
+    crashed = [t for t in outcomes if t.outcome == "crashed"]
+    asserted = [t for t in outcomes if t.outcome == "failed" and "::test_flip_" in t.nodeid]
+    assert crashed
+    assert asserted
+    for test in crashed:
+        said = classify(test, set(), device=RING.failures)
+        assert (said.klass, said.reason) == ("backend", "the test process crashed with SIGABRT (device-fatal)")
+    for test in asserted:
+        said = classify(test, set(), device=RING.failures)
+        assert (said.klass, said.reason) == ("unknown", "no candidate moved since the last green run")
+        assert said.evidence.startswith("AssertionError: Tensor-likes are not close!")
+        assert test.nodeid.rsplit("::", 1)[-1] in log  # the shard log names it, beside the abort
+    assert "SIGABRT" in log or "abort" in log.lower()
