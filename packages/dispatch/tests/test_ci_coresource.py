@@ -5,6 +5,7 @@ URL, and a source build at a commit by a configured command."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,9 +20,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from crcr.ci import cores, remote_wheels
+from crcr.ci import cores, pipeline, remote_wheels
+from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.cores import MARKER, CoreError
 from crcr.ci.coresource import CoreSource, obtain
+from crcr.ci.model import Candidate
 
 RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
 
@@ -230,3 +233,25 @@ def test_a_source_build_at_the_dispatched_commit(tmp_path: Path) -> None:
 def test_an_index_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(remote_wheels.RemoteError, match=r"^http://127\.0\.0\.1:9/simple/torch/: "):
         remote_wheels.compatible("http://127.0.0.1:9/simple")
+
+
+def test_a_leg_obtains_a_named_core_again_and_refuses_another_wheel(wheels: dict[str, Path], tmp_path: Path) -> None:
+    """A leg runs on a machine of its own: the core its prepare step planned with is obtained there again from the
+    same source for the same commit, and a source that now yields other bytes is one line, not another core."""
+    commit = cores.wheel_git_version(wheels["2.13.0"])
+    name = wheels["2.13.0"].name
+    served = Index({f"{commit}/{name}": wheels["2.13.0"]})
+    try:
+        source = CoreSource("ci-wheel", "wheel", f"{served.url}/files/{{sha}}/{name}")
+        config = CIConfig("dev", (), ("ci-wheel",), "embedded", core_sources=(source,))
+        ctx = pipeline.Context(
+            tmp_path, tmp_path / "leg-cache", config, DeviceProfile("dev", "dev", (), {}), commit=commit
+        )
+        planned = Candidate("core", "ci-wheel", "2.13.0+cpu", cores.wheel_sha256(wheels["2.13.0"]), commit)
+        wheel = pipeline.core_wheel(ctx, planned)
+        assert cores.wheel_sha256(wheel) == planned.sha
+        other = dataclasses.replace(planned, sha="0" * 64)
+        with pytest.raises(CoreError, match=rf"core ci-wheel: {re.escape(name)} here is not the wheel the run planned"):
+            pipeline.core_wheel(ctx, other)
+    finally:
+        served.server.shutdown()

@@ -40,8 +40,9 @@ def _context(args: argparse.Namespace, progress: RichProgress | QuietProgress) -
     only = tuple(getattr(args, "only", ()))
     reuse = not getattr(args, "no_cache", False)
     return Context(
-        Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only, reuse=reuse
-    )
+        Path(args.repo).resolve(), Path(args.cache).resolve(), config, profile, progress, only=only, reuse=reuse,
+        commit=getattr(args, "upstream_sha", "") or "",
+    )  # fmt: skip
 
 
 def _verdict_line(record: RunRecord, run_dir: Path) -> int:
@@ -121,6 +122,9 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default="configs/ci.yaml", help="the CI config (default: configs/ci.yaml)")
     parser.add_argument("--device", help="a device profile in configs/devices/ (default: the config's device)")
     parser.add_argument("--repo", default=".", help="the backend repository (default: .)")
+    parser.add_argument("--upstream-sha", default="", metavar="SHA", help="the dispatched upstream commit: a git "
+                        "suite checkout is taken at it, and core sources that follow it (nightly: dispatched, {sha}) "
+                        "resolve to it (a dispatch's own payload sets it)")  # fmt: skip
     parser.add_argument("--cache", default=".tributary", help="builds, envs, history, runs (default: .tributary)")
     parser.add_argument("--isolation", choices=ISOLATIONS, help="where shards run (default: shards.isolation)")
     parser.add_argument("--suite", metavar="ROOT", help="embedded or a PyTorch checkout (default: suite.root)")

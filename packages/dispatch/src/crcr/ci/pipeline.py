@@ -89,6 +89,7 @@ class Context:
     shard_env: Mapping[int, Mapping[str, str]] | None = None  # extra environment for one shard (fault tests)
     only: tuple[str, ...] = ()  # combination names to run (default: all)
     reuse: bool = True  # reuse a recorded run's results when a combination's inputs are identical (--no-cache: off)
+    commit: str = ""  # the dispatched upstream commit (--upstream-sha), when the trigger does not name one
 
     @property
     def history(self) -> Path:
@@ -170,7 +171,7 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     for name in skipped:  # ci.yaml serves every device profile; this one has no config folders for the variant
         ctx.progress.note(f"variant {name}: not declared by device profile {ctx.profile.name}; skipped")
     config = dataclasses.replace(ctx.config, variants=variants)
-    commit = str(trigger.get("sha") or "")
+    commit = str(trigger.get("sha") or ctx.commit)
     planned = combinations.plan(
         config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache, commit), suite_at=commit
     )
@@ -184,7 +185,8 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
     if isinstance(where, isolation.DockerIsolation):
         machine["image"] = where.image
     started_at = started.isoformat(timespec="seconds")
-    record = RunRecord(run_id, started_at, dict(trigger), machine, ctx.profile.name, skipped_variants=list(skipped))
+    said = {**trigger, "sha": commit} if commit else dict(trigger)
+    record = RunRecord(run_id, started_at, said, machine, ctx.profile.name, skipped_variants=list(skipped))
     return record, run_dir, planned
 
 
@@ -220,6 +222,21 @@ def _fetch_core(ctx: Context, name: str, cache: Path, commit: str) -> Candidate:
     elif cores.fetched(name, cache) is None:
         ctx.progress.phase("setup", f"fetching torch=={name} and its dependencies (once)")
     return combinations.core(name, cache)
+
+
+def core_wheel(ctx: Context, core: Candidate) -> Path:
+    """The core's wheel on this machine: a release fetched by its version; a named source's obtained again where
+    this machine lacks it (a leg of a distributed run), and refused unless it is the wheel the run planned with."""
+    source = ctx.config.core_source(core.name)
+    if source is None:
+        return cores.torch_wheel(core.name, ctx.cache)
+    if cores.fetched(core.name, ctx.cache) is None:
+        coresource.obtain(source, ctx.cache, ctx.commit or core.git, lambda line: ctx.progress.phase("setup", line))
+    wheel = cores.torch_wheel(core.name, ctx.cache)
+    if core.sha and cores.wheel_sha256(wheel) != core.sha:
+        raise cores.CoreError(f"core {core.name}: {wheel.name} here is not the wheel the run planned with "
+                              f"(sha256 {core.sha[:12]}; its source resolves to another now)")  # fmt: skip
+    return wheel
 
 
 def conclude(ctx: Context, record: RunRecord, run_dir: Path) -> None:
@@ -304,7 +321,7 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
     if not fits:
         reason = f"the backend declares torch {declared}; this core is {combination.core.version}"
         return CombinationResult(combination, "incompatible", reason=reason)
-    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
+    wheel = core_wheel(ctx, combination.core)
     ctx.progress.phase(name, "building")
     built = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(name, line))
     if not built.ok:
@@ -393,7 +410,7 @@ def combination_suite(ctx: Context, prepared: Prepared) -> runner.Suite:
 
 def suite_of_build(ctx: Context, combination: Combination, built: BuildResult) -> runner.Suite:
     """The combination's suite in the environment of `built`'s wheels and its core's torch (reused when it exists)."""
-    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
+    wheel = core_wheel(ctx, combination.core)
     wanted = list(home_of(ctx, combination).profile.requirements)
     return suite_for(ctx, combination, envs.environment(built, wheel, wanted, ctx.cache))
 
@@ -554,7 +571,7 @@ def attribute_failures(
 def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
     """A combination's backend built against its core, in its environment; None when the build fails."""
     checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
-    wheel = cores.torch_wheel(combination.core.name, ctx.cache)
+    wheel = core_wheel(ctx, combination.core)
     built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
     return suite_of_build(ctx, combination, built) if built.ok else None
 
