@@ -6,10 +6,14 @@ and the environment are this interpreter's (each is tested on its own); everythi
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import shutil
 import subprocess
 import sys
+import threading
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -398,3 +402,59 @@ def test_failures_follow_the_backend_ref_that_broke_an_op_when_backend_and_core_
     ran = {t.nodeid for t in failing}
     assert {r["outcome"] for r in old_backend if r["nodeid"] in ran} == {"passed"}  # the older ref's flip
     assert {r["outcome"] for r in old_core if r["nodeid"] in ran} == {"failed"}  # HEAD's flip on the older core
+
+
+def test_a_dispatch_runs_on_the_build_made_from_its_commit_found_on_an_index(
+    fallback_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`core: {versions: [{nightly: dispatched}]}` against a local index serving this interpreter's torch wheel (a
+    plain HTTP server, no range requests: each wheel is read once): a push naming the commit that wheel was built
+    from runs on it, and the record says the core was built from the dispatched commit."""
+    repo, _ = fallback_repo
+    monkeypatch.setattr(combinations, "core", REAL_CORE)
+    monkeypatch.setattr(cores, "torch_wheel", REAL_TORCH_WHEEL)
+    import torch
+
+    wheel = _local_torch_wheel()
+    (tmp_path / "index" / "files").mkdir(parents=True)
+    (tmp_path / "index" / "files" / wheel.name).symlink_to(wheel)
+    (tmp_path / "index" / "simple" / "torch").mkdir(parents=True)
+    link = f'<a href="../../files/{urllib.parse.quote(wheel.name)}">{wheel.name}</a>'
+    (tmp_path / "index" / "simple" / "torch" / "index.html").write_text(link)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "index"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    index = f"http://127.0.0.1:{server.server_address[1]}/simple"
+    (repo / "configs" / "ci.yaml").write_text(
+        f"device: fallbackdev\ncore: {{versions: [{{nightly: dispatched, index: '{index}'}}]}}\n"
+        "shards: {count: 1, parallel: 1}\nretries: 0\nmatrices: []\n"
+    )
+    commit(repo, "the core built from the dispatched commit")
+    built_from = torch.version.git_version
+    push = json.loads((REPO / "packages/dispatch/tests/payloads/push_main.json").read_text())
+    push["payload"]["after"] = push["payload"]["head_commit"]["id"] = push["payload"]["commits"][-1]["id"] = built_from
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(push))
+    cache = repo.parent / "cache"
+    try:
+        status = main(["ci", "--payload", str(payload), "--policy", str(REPO / "configs" / "crcr.yaml"), "--as",
+                       "acme/accel", "--device", "fallbackdev", "--config", str(repo / "configs" / "ci.yaml"),
+                       "--repo", str(repo), "--cache", str(cache)])  # fmt: skip
+    finally:
+        server.shutdown()
+    out = capsys.readouterr().out
+    assert status == 0, out
+    (run_dir,) = (cache / "runs").iterdir()
+    (result,) = from_json(RunRecord, json.loads((run_dir / "record.json").read_text())).combinations
+    core = result.combination.core
+    assert (core.name, core.version, core.git, core.sha) == (
+        "nightly",
+        torch.__version__,
+        built_from,
+        cores.wheel_sha256(wheel),
+    )
+    assert result.combination.dispatched == (
+        f"the core was built from the dispatched commit {built_from[:12]}; the suite is the embedded tree, not "
+        "upstream's at it"
+    )
+    assert {t.outcome for t in result.tests} == {"passed"}
