@@ -64,8 +64,8 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
         return
     wheel = cores.fetched(combination.core.name, ctx.cache)
     if wheel is None:
-        sha = combination.backend.sha[:12]
-        yield f"build: would build {sha} against torch {combination.core.version} (not fetched yet)"
+        sha, torch = combination.backend.sha[:12], combination.core.version or combination.core.name
+        yield f"build: would build {sha} against torch {torch} (not fetched yet)"
         yield _after_collection(ctx)
         return
     out, found = build.recorded(ctx.repo, combination.backend.sha, combination.core.sha, ctx.cache)
