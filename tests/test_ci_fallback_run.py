@@ -335,6 +335,49 @@ def test_a_dispatch_runs_the_suite_at_its_commit_and_says_what_the_core_is_to_it
     assert job["verdict"]["summary"].endswith(f"; {said}")
     assert "suspected_upstream" not in job["verdict"]
 
+    # The same commit through `crcr ci --upstream-sha` (how the workflow's jobs take it), on a core built from the
+    # checkout's later commit by a configured command: git, asked in the checkout, says that core contains it.
+    (upstream / "build_torch.py").write_text(BUILD_TORCH)
+    commit(upstream, "the build script")
+    later = git(upstream, "rev-parse", "HEAD")
+    (repo / "configs" / "ci.yaml").write_text(
+        f"device: fallbackdev\ncore: {{versions: [{{build: '{sys.executable} build_torch.py {wheel} {{out}}', "
+        f"checkout: '{upstream}', ref: main}}]}}\nsuite: {{root: '{upstream}'}}\nshards: {{count: 1, parallel: 1}}\n"
+        "retries: 0\nmatrices: []\n"
+    )
+    commit(repo, "a source-built core")
+    argv = ["--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo), "--cache", str(cache)]
+    assert main(["ci", "--device", "fallbackdev", "--upstream-sha", dispatched, *argv]) == 1
+    run_dir = max((cache / "runs").iterdir())
+    record = from_json(RunRecord, json.loads((run_dir / "record.json").read_text()))
+    (result,) = record.combinations
+    assert record.trigger["sha"] == dispatched
+    assert (result.combination.core.name, result.combination.core.git) == ("source", later)
+    assert result.combination.suite.sha == dispatched
+    assert result.combination.dispatched == (
+        f"the core (git {later[:12]}) contains the dispatched commit {dispatched[:12]} but was not built from it; "
+        "the suite was taken at it"
+    )
+
+
+#: PyTorch's source build at a commit takes an hour on a large runner; this stands in for it: the real torch wheel
+#: with `torch/version.py` recording the commit it was run at, as PyTorch's build does.
+BUILD_TORCH = """
+import subprocess, sys, zipfile
+from pathlib import Path
+
+wheel, out = Path(sys.argv[1]), Path(sys.argv[2])
+sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+built = zipfile.ZipFile(out / wheel.name, "w", zipfile.ZIP_DEFLATED, compresslevel=1)
+with zipfile.ZipFile(wheel) as source, built:
+    for info in source.infolist():
+        data = source.read(info)
+        if info.filename == "torch/version.py":
+            lines = [line for line in data.decode().splitlines() if not line.startswith("git_version")]
+            data = "\\n".join([*lines, f"git_version = '{sha}'", ""]).encode()
+        built.writestr(info, data, zipfile.ZIP_DEFLATED, 1)
+"""
+
 
 BREAK_FLIP = """
     _broken_flip = torch.library.Library("aten", "IMPL")  # this change forgets to flip
