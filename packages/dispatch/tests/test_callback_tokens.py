@@ -66,7 +66,7 @@ def test_a_command_that_outlives_the_token_sends_both_callbacks(relay: Relay, jo
     with pytest.raises(Exception, match="expired"):
         relay.verifier.verify(f"Bearer {early}")  # type: ignore[union-attr]
     (sent,) = relay.jobs()
-    assert (sent["status"], sent["conclusion"]) == ("COMPLETED", "success")
+    assert (sent["status"], sent["conclusion"]) == ("COMPLETED", "failure")  # the command passed; its tests did not
     assert sent["test_results"] == {"passed": 4, "failed": 2, "skipped": 1, "total": 7}
     with urllib.request.urlopen(f"{relay.url}/hud/{relay.issuer.repository}") as page:
         hud = page.read().decode()

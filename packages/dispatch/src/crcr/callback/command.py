@@ -222,8 +222,10 @@ def _facts(call: Call, exit_conclusion: str = "") -> dict[str, Any]:
         upstream=bodies.upstream_change(call.payload),
         shard=call.args.shard,
     )
-    return {
-        "conclusion": fields["conclusion"] or found.conclusion,
+    explicit = getattr(call.args, "conclusion", None)
+    ran = exit_conclusion if exit_conclusion not in ("", "success") else found.conclusion  # a command that passed
+    return {  # defers to its results: a success beside failing tests would contradict itself on the HUD
+        "conclusion": explicit or ran,
         "test_results": found.test_results,
         "failed_tests": found.failed_tests,
         "verdict": found.verdict,
@@ -257,7 +259,7 @@ def _run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
     conclusion = "cancelled" if child.signalled else "success" if code == 0 else "failure"
     try:
-        fields = _facts(call, conclusion) | {"conclusion": conclusion}
+        fields = _facts(call, conclusion)
     except CallbackError as exc:
         print(f"warning: no results: {_one_line(exc)}", file=sys.stderr)
         fields = {"conclusion": conclusion}
