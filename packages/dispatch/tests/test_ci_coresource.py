@@ -9,7 +9,6 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ RANGE = re.compile(r"bytes=(\d*)-(\d*)\Z")
 
 def _local_wheel(version: str) -> Path:
     """Where pip's own configuration finds torch==VERSION on this disk (nothing is copied)."""
-    python = sys.executable if _has_pip(sys.executable) else shutil.which("python3") or "python3"
+    python = cores.pip_python()
     report = Path(os.environ.get("TMPDIR", "/tmp")) / f"report-{os.getpid()}-{version}.json"
     asked = ["install", "--dry-run", "--no-deps", "--ignore-installed", "--quiet", "--only-binary=:all:"]
     subprocess.run([python, "-m", "pip", *asked, "--report", str(report), f"torch=={version}"], capture_output=True)
@@ -45,10 +44,6 @@ def _local_wheel(version: str) -> Path:
     if not url.startswith("file:") or not path.is_file():
         pytest.skip(f"torch=={version} resolves to a download ({url}), not a file on this disk")
     return path
-
-
-def _has_pip(python: str) -> bool:
-    return subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode == 0
 
 
 class Index:

@@ -70,7 +70,7 @@ def _find(folder: Path, version: str) -> Path | None:
     return wheels[-1] if wheels else None
 
 
-def _pip_python() -> str:
+def pip_python() -> str:
     """An interpreter that has pip: uv-made venvs (nox's, ours) have none, their base interpreter usually does."""
     if importlib.util.find_spec("pip") is not None:
         return sys.executable
@@ -114,7 +114,7 @@ def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
         found = _find(folder, version)
         if found is not None:
             return found
-    command = [_pip_python(), "-m", "pip", "download", "--only-binary=:all:", "--dest", str(folder)]
+    command = [pip_python(), "-m", "pip", "download", "--only-binary=:all:", "--dest", str(folder)]
     index = env.get(INDEX_ENV, "")
     if index:
         command += ["--index-url", index]
@@ -175,7 +175,7 @@ def _resolve(version: str, env: dict[str, str]) -> tuple[str, str]:
     """pip's choice for torch==VERSION: (its version, its sha256 or "")."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.json"
-        command = [_pip_python(), "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed", "--quiet",
+        command = [pip_python(), "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed", "--quiet",
                    "--only-binary=:all:", "--report", str(report)]  # fmt: skip
         if env.get(INDEX_ENV):
             command += ["--index-url", env[INDEX_ENV]]
