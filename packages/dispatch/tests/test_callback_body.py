@@ -276,6 +276,7 @@ def test_the_verdict_says_what_the_run_found_its_core_to_be_to_the_dispatched_co
     """The run asked git (in the suite checkout) what its core is to the commit: the verdict says that, and a core
     that merely contains the commit still names no PR."""
     record = _record(UPSTREAM_FAILS)
+    record.trigger["sha"] = SHA  # the run was for the dispatched commit
     said = f"the core (git {'c' * 12}) contains the dispatched commit {SHA[:12]} but was not built from it"
     primary = record.combinations[0]
     primary.combination = dataclasses.replace(primary.combination, dispatched=f"{said}; the suite was taken at it")

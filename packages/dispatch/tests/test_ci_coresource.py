@@ -129,6 +129,7 @@ def test_the_build_made_from_the_dispatched_commit_is_found_without_downloading_
     sent = sum(index.sent.values())
     assert obtain(source, tmp_path, commit) == wheel
     assert sum(index.sent.values()) - sent < wheels["2.14.1"].stat().st_size / 100  # asked again, not downloaded
+    assert sum(index.sent.values()) == sent  # the build of this commit is kept: no wheel is even asked again
 
 
 def test_no_build_of_the_commit_is_one_line_naming_what_was_seen(index: Index, tmp_path: Path) -> None:

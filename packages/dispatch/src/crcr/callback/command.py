@@ -205,14 +205,16 @@ def _start(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def _facts(call: Call, exit_conclusion: str = "") -> dict[str, Any]:
-    """The completed body's fields: the conclusion and, with --run-dir, the run's results and verdict."""
-    fields: dict[str, Any] = {"conclusion": getattr(call.args, "conclusion", None) or exit_conclusion}
+    """The completed body's fields: the conclusion and, with --run-dir, the run's results and verdict. A conclusion
+    given (finish --conclusion) decides; a command that passed defers to its results, since a success beside
+    failing tests would contradict itself on the HUD; a failed or cancelled command stays so."""
+    explicit = getattr(call.args, "conclusion", None)
     if not call.args.run_dir:
         if call.args.shard is not None:
             raise CallbackError("--shard needs --run-dir (the merged run)")
-        if not fields["conclusion"]:
+        if not (explicit or exit_conclusion):
             raise CallbackError("finish needs --conclusion or --run-dir")
-        return fields
+        return {"conclusion": explicit or exit_conclusion}
     record = from_run.load_record(from_run.resolve_run_dir(Path(call.args.run_dir)))
     found = from_run.facts(
         record,
@@ -222,9 +224,8 @@ def _facts(call: Call, exit_conclusion: str = "") -> dict[str, Any]:
         upstream=bodies.upstream_change(call.payload),
         shard=call.args.shard,
     )
-    explicit = getattr(call.args, "conclusion", None)
-    ran = exit_conclusion if exit_conclusion not in ("", "success") else found.conclusion  # a command that passed
-    return {  # defers to its results: a success beside failing tests would contradict itself on the HUD
+    ran = exit_conclusion if exit_conclusion not in ("", "success") else found.conclusion
+    return {
         "conclusion": explicit or ran,
         "test_results": found.test_results,
         "failed_tests": found.failed_tests,

@@ -95,7 +95,8 @@ def facts(
         verdict = _test_verdict(result, failing, job, log_url, upstream or {})
     if verdict is not None:
         verdict |= {"analyzer": ANALYZER, "analyzed_at": _z(record.finished or record.started)}
-        if relation := core_relation(result, upstream or {}):  # said whole: the summary gives way if one must
+        ran_for = str(record.trigger.get("sha") or "")
+        if relation := core_relation(result, upstream or {}, ran_for):  # said whole: the summary gives way if need be
             room = MAX_SUMMARY - len(relation.encode()) - 2
             verdict["summary"] = f"{truncate_utf8(verdict['summary'], room)}; {relation}"
     return Facts(conclusion, counts(result) if counted else None, [failed_test(t) for t in failing], verdict)
@@ -211,14 +212,14 @@ def ran_the_commit(result: CombinationResult, upstream: Mapping[str, Any]) -> bo
     return bool(commit) and result.combination.core.git == commit
 
 
-def core_relation(result: CombinationResult, upstream: Mapping[str, Any]) -> str:
+def core_relation(result: CombinationResult, upstream: Mapping[str, Any], ran_for: str = "") -> str:
     """What the core that ran is to the dispatched commit, in one sentence ("" when the dispatch names none): the
-    run's own finding (ancestry asked of the suite checkout) when it ran for that commit."""
+    run's own finding (ancestry asked of the suite checkout) when the run was for that commit (`ran_for`)."""
     commit = str(upstream.get("commit") or "")
     if not commit:
         return ""
     combination = result.combination
-    if combination.dispatched and commit[:12] in combination.dispatched:
+    if combination.dispatched and ran_for == commit:
         return combination.dispatched
     core = combination.core
     if core.git == commit:

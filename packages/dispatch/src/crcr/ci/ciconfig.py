@@ -164,12 +164,12 @@ def _cores(core: Fields) -> tuple[tuple[str, ...], tuple[CoreSource, ...]]:
     return tuple(names), tuple(sources)
 
 
-_SOURCE_FIELDS = {"nightly", "wheel", "build", "name", "index", "checkout", "ref"}
+_SOURCE_FIELDS = {*coresource.KINDS, "name", "index", "checkout", "ref"}
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 
 
 def _core_source(entry: Fields) -> CoreSource:
-    kinds = [kind for kind in ("nightly", "wheel", "build") if kind in entry.data]
+    kinds = [kind for kind in coresource.KINDS if kind in entry.data]
     if len(kinds) != 1:
         raise entry.fail(kinds[1] if kinds else "nightly", "give exactly one of nightly, wheel, build")
     kind = kinds[0]

@@ -128,18 +128,32 @@ def _fetch(version: str, folder: Path, env: dict[str, str]) -> Path:
         errors = [line for line in lines if line.startswith("ERROR")]
         last = (errors or lines or ["no output"])[-1]
         raise CoreError(f"could not fetch torch=={version} into {folder}: {last} (set {INDEX_ENV} to an index URL)")
-    stat = found.stat()
+    return mark(folder, found, {"index": index, "files": sorted(p.name for p in folder.glob("*.whl"))})
+
+
+def mark(folder: Path, wheel: Path, facts: dict[str, object]) -> Path:
+    """Record `wheel` as the folder's complete core: the marker everything after the fetch trusts (the wheel's name,
+    version, sha256 and file state), with `facts` about where it came from."""
+    stat = wheel.stat()
     record = {
-        "version": wheel_version(found),
-        "wheel": found.name,
-        "sha256": wheel_sha256(found),
+        **facts,
+        "version": wheel_version(wheel),
+        "wheel": wheel.name,
+        "sha256": wheel_sha256(wheel),
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
-        "index": index,
-        "files": sorted(p.name for p in folder.glob("*.whl")),
     }
-    marker.write_text(json.dumps(record, indent=1) + "\n")
-    return found
+    (folder / MARKER).write_text(json.dumps(record, indent=1) + "\n")
+    return wheel
+
+
+def marker(folder: Path) -> dict[str, object]:
+    """The folder's completion marker, {} when there is none (an interrupted or never-started fetch)."""
+    try:
+        data = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def fetched(version: str, cache: Path) -> Path | None:
@@ -149,10 +163,10 @@ def fetched(version: str, cache: Path) -> Path | None:
     if _VERSION.fullmatch(version):
         found = _find(folder, version)
     elif CORE_NAME.match(version):
-        found = folder / str(_recorded(folder / "-").get("wheel"))
+        found = folder / str(marker(folder).get("wheel"))
     else:
         return None
-    return found if found is not None and found.is_file() and _recorded(found).get("wheel") == found.name else None
+    return found if found is not None and found.is_file() and marker(found.parent).get("wheel") == found.name else None
 
 
 def peek(version: str, cache: Path, env: dict[str, str] | None = None) -> tuple[str, str, bool]:
@@ -161,7 +175,7 @@ def peek(version: str, cache: Path, env: dict[str, str] | None = None) -> tuple[
     hash comes from the index (or pip's hashing of a local file); "" when the index gives none."""
     found = fetched(version, cache)
     if found is not None:
-        return wheel_version(found), str(_recorded(found).get("sha256", "")), True
+        return wheel_version(found), str(marker(found.parent).get("sha256", "")), True
     if not _VERSION.fullmatch(version):
         return "", "", False  # a named core (a nightly, a CI wheel, a source build) is known once obtained
     env = dict(os.environ if env is None else env)
@@ -193,14 +207,6 @@ def _resolve(version: str, env: dict[str, str]) -> tuple[str, str]:
     return str(chosen.get("metadata", {}).get("version", version)), sha
 
 
-def _recorded(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads((path.parent / MARKER).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def wheel_sha256(path: Path) -> str:
     """The wheel's sha256: what identifies a core (the version is for people).
 
@@ -210,7 +216,7 @@ def wheel_sha256(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _HASHES:
-        recorded = _recorded(path)
+        recorded = marker(path.parent)
         if recorded.get("wheel") == path.name and (recorded.get("size"), recorded.get("mtime_ns")) == key[1:]:
             _HASHES[key] = str(recorded["sha256"])
             return _HASHES[key]

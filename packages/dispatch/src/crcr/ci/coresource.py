@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import fcntl
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -24,7 +23,8 @@ from pathlib import Path
 
 from crcr.ci import cores, remote_wheels, worktrees
 
-KINDS = ("release", "nightly", "wheel", "build")
+#: The sources a `core.versions` mapping names, one each.
+KINDS = ("nightly", "wheel", "build")
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
 NIGHTLY_INDEX_ENV = "TRIBUTARY_TORCH_NIGHTLY_INDEX"
 DISPATCHED = "dispatched"
@@ -69,20 +69,28 @@ def obtain(
 
 def _nightly(source: CoreSource, folder: Path, commit: str, say: Callable[[str], None], env: dict) -> Path:
     index = source.index or env.get(NIGHTLY_INDEX_ENV) or NIGHTLY_INDEX
-    wheels = remote_wheels.compatible(index)
-    if source.spec == DISPATCHED:
-        if not commit:
-            raise cores.CoreError(f"core {source.name}: nightly: dispatched, but this run names no dispatched commit")
-        chosen = _built_from(wheels[:NIGHTLY_SEARCH], commit, index, source.name, say)
-    else:
-        day = source.spec.replace("-", "")
-        dated = [w for w in wheels if (m := _DEV_DATE.search(str(w.version))) and m.group(1) == day]
-        if not dated:
-            newest = wheels[0].filename if wheels else "none"
-            raise cores.CoreError(f"core {source.name}: {index} has no nightly of {source.spec} for this Python "
-                                  f"(newest: {newest})")  # fmt: skip
-        chosen = dated[0]
-    return _keep(folder, chosen.url, {"source": "nightly", "index": index, "asked": source.spec}, say)
+    facts = {"source": "nightly", "index": index, "asked": source.spec}
+    if source.spec != DISPATCHED:
+        return _keep(folder, _dated(remote_wheels.compatible(index), source, index).url, facts, say)
+    if not commit:
+        raise cores.CoreError(f"core {source.name}: nightly: dispatched, but this run names no dispatched commit")
+    recorded = cores.marker(folder)
+    kept = folder / str(recorded.get("wheel", ""))
+    if recorded.get("git_version") == commit and recorded.get("index") == index and kept.is_file():
+        return kept  # the build of this commit is here already: the index need not be asked again
+    chosen = _built_from(remote_wheels.compatible(index)[:NIGHTLY_SEARCH], commit, index, source.name, say)
+    return _keep(folder, chosen.url, facts, say)
+
+
+def _dated(wheels: list[remote_wheels.RemoteWheel], source: CoreSource, index: str) -> remote_wheels.RemoteWheel:
+    """The newest of `wheels` versioned as the nightly of the source's date (2.N.0.devYYYYMMDD)."""
+    day = source.spec.replace("-", "")
+    dated = [w for w in wheels if (m := _DEV_DATE.search(str(w.version))) and m.group(1) == day]
+    if not dated:
+        newest = wheels[0].filename if wheels else "none"
+        raise cores.CoreError(f"core {source.name}: {index} has no nightly of {source.spec} for this Python "
+                              f"(newest: {newest})")  # fmt: skip
+    return dated[0]
 
 
 def _built_from(
@@ -110,7 +118,7 @@ def _wheel(source: CoreSource, folder: Path, commit: str, say: Callable[[str], N
 
 def _keep(folder: Path, where: str, facts: dict, say: Callable[[str], None]) -> Path:
     """The wheel at `where` in `folder`, downloaded unless the folder's marker says it already came from there."""
-    recorded = _marker(folder)
+    recorded = cores.marker(folder)
     kept = folder / str(recorded.get("wheel", ""))
     if recorded.get("from") == where and kept.is_file():
         return kept
@@ -129,7 +137,7 @@ def _build(source: CoreSource, folder: Path, commit: str, cache: Path, say: Call
     except worktrees.WorktreeError as exc:
         raise cores.CoreError(f"core {source.name}: {exc}") from None
     key = hashlib.sha256(f"{sha}\0{source.spec}".encode()).hexdigest()
-    recorded = _marker(folder)
+    recorded = cores.marker(folder)
     if recorded.get("from") == key and (folder / str(recorded.get("wheel", ""))).is_file():
         return folder / str(recorded["wheel"])
     out = folder / f"build-{sha[:12]}"
@@ -151,29 +159,10 @@ def _build(source: CoreSource, folder: Path, commit: str, cache: Path, say: Call
     return _mark(folder, wheel, {"source": "build", "commit": sha, "command": source.spec, "from": key})
 
 
-def _marker(folder: Path) -> dict:
-    try:
-        data = json.loads((folder / cores.MARKER).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _mark(folder: Path, wheel: Path, facts: dict) -> Path:
-    """Record `wheel` as the folder's complete core (the marker a release fetch writes too) and drop older ones."""
+    """Record `wheel` as the folder's core, with its commit, and drop the wheels of earlier resolutions."""
     for old in folder.glob("torch-*.whl"):
         if old != wheel:
             old.unlink()
-    stat = wheel.stat()
-    record = {
-        **facts,
-        "version": cores.wheel_version(wheel),
-        "wheel": wheel.name,
-        "sha256": cores.wheel_sha256(wheel),
-        "git_version": cores.wheel_git_version(wheel),
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "obtained": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-    (folder / cores.MARKER).write_text(json.dumps(record, indent=1) + "\n")
-    return wheel
+    obtained = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return cores.mark(folder, wheel, {**facts, "git_version": cores.wheel_git_version(wheel), "obtained": obtained})

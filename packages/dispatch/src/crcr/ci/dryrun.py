@@ -64,8 +64,7 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
         return
     wheel = cores.fetched(combination.core.name, ctx.cache)
     if wheel is None:
-        sha, torch = combination.backend.sha[:12], combination.core.version or combination.core.name
-        yield f"build: would build {sha} against torch {torch} (not fetched yet)"
+        yield f"build: would build {combination.backend.sha[:12]} against torch {core} (not fetched yet)"
         yield _after_collection(ctx)
         return
     out, found = build.recorded(ctx.repo, combination.backend.sha, combination.core.sha, ctx.cache)

@@ -100,8 +100,9 @@ def git_version(url: str) -> str:
     if end < 0 or not total:
         raise RemoteError(f"{_plain(url)}: not a zip archive (no end of central directory)")
     size, offset = struct.unpack("<II", tail[end + 12 : end + 20])
-    if offset == 0xFFFFFFFF:
-        return _git_version_of_whole(_open(url))
+    if offset == 0xFFFFFFFF:  # a zip64 directory: read the whole file once
+        with _open(url) as whole:
+            return _git_version_of_whole(whole)
     start = total - len(tail)
     directory = tail[offset - start : offset - start + size] if offset >= start else _range(url, offset, size)
     member = _member(directory, "torch/version.py")
