@@ -30,6 +30,22 @@ def config_folder(target: Path, *files: str) -> Path:
     return target
 
 
+_BREAK_FLIP = """
+import torch
+
+_lib = torch.library.Library("aten", "IMPL")
+_lib.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")  # forgets to flip
+"""
+
+
+def broken_flip_env(folder: Path) -> dict[str, str]:
+    """The environment of a backend change that breaks aten::flip on the device: a sitecustomize in `folder`, which
+    every process of the suite loads, overrides flip's PrivateUse1 kernel with one that forgets to flip."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_BREAK_FLIP)
+    return {"PYTHONPATH": str(folder)}
+
+
 def ring_suite(configs: Path, **fields: object) -> runner.Suite:
     """The embedded suite on `ring`, in this test process's own environment."""
     return runner.Suite(Path(sys.executable), configs, None, "ring", **fields)  # type: ignore[arg-type]

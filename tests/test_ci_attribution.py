@@ -10,14 +10,7 @@ import pytest
 from crcr.ci import history, pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.model import Candidate, Classification, Combination, CombinationResult, RunRecord, TestOutcome
-from embedded import config_folder, ring_suite
-
-BREAK_FLIP = """
-import torch
-
-_lib = torch.library.Library("aten", "IMPL")
-_lib.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")  # forgets to flip
-"""
+from embedded import broken_flip_env, config_folder, ring_suite
 
 SUITE = Candidate("suite", "embedded", "s" * 12, "s" * 64)
 GREEN = Combination(
@@ -39,10 +32,8 @@ NOW = Combination(
 @pytest.fixture(scope="module")
 def suites(tmp_path_factory: pytest.TempPathFactory) -> tuple[runner.Suite, runner.Suite, list[str]]:
     configs = config_folder(tmp_path_factory.mktemp("configs"), "test_shape_ops.yaml")
-    broken_path = tmp_path_factory.mktemp("broken-backend")
-    (broken_path / "sitecustomize.py").write_text(BREAK_FLIP)
     clean = ring_suite(configs)
-    broken = ring_suite(configs, env={"PYTHONPATH": str(broken_path)})
+    broken = ring_suite(configs, env=broken_flip_env(tmp_path_factory.mktemp("broken-backend")))
     collected = runner.collect(clean, tmp_path_factory.mktemp("collect"))
     flips = [n for n in collected.selected if "::test_flip_" in n][:4]
     assert flips

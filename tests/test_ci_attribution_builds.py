@@ -60,7 +60,7 @@ def test_failures_follow_the_backend_build_that_broke_flip_while_the_suite_moved
     (upstream / "test").mkdir(parents=True)
     shutil.copy(REPO / combinations.EMBEDDED_TREE / "test" / "test_shape_ops.py", upstream / "test")
     _git(upstream, "init", "-q", "-b", "main")
-    _commit(upstream, "upstream's shape ops tests")
+    first_suite = _commit(upstream, "upstream's shape ops tests")
     (repo / "configs" / "ci.yaml").write_text(
         f"device: ring\ncore: {{versions: ['2.13.0']}}\nsuite: {{root: '{upstream}'}}\n"
         "shards: {count: 1, parallel: 1}\nretries: 0\nmatrices: []\n"
@@ -88,12 +88,8 @@ def test_failures_follow_the_backend_build_that_broke_flip_while_the_suite_moved
     reasons = {t.classification.reason for t in failing if t.classification}
     assert reasons == {
         "it passes with only the backend pinned back to its last-green version "
-        f"(probes run: primary~backend@HEAD:{good[:12]}, primary~suite@{_suite_name(upstream)}:"
-        f"{_git(upstream, 'rev-parse', 'HEAD~1')[:12]})"
+        f"(probes run: primary~backend@HEAD:{good[:12]}, primary~suite@{upstream.resolve()}:"
+        f"{first_suite[:12]})"
     }, reasons
     built = {json.loads(m.read_text())["backend_sha"] for m in (cache / "builds").glob("*/manifest.json")}
     assert built == {good, head}  # each ref built from its own sources (the probe reused the older ref's build)
-
-
-def _suite_name(upstream: Path) -> str:
-    return str(upstream.resolve())

@@ -272,6 +272,17 @@ def _local_torch_wheel() -> Path:
     pytest.skip(f"no wheel of this interpreter's torch {torch.__version__} in {REPO / '.wheelhouse'}")
 
 
+def _dispatch_push(repo: Path, commit_sha: str, cache: Path) -> int:
+    """`crcr ci --payload` on fallbackdev for a real-shaped push to main naming `commit_sha`, on the local relay."""
+    push = json.loads((REPO / "packages/dispatch/tests/payloads/push_main.json").read_text())
+    push["payload"]["after"] = push["payload"]["head_commit"]["id"] = push["payload"]["commits"][-1]["id"] = commit_sha
+    payload = repo.parent / "payload.json"
+    payload.write_text(json.dumps(push))
+    return main(["ci", "--payload", str(payload), "--policy", str(REPO / "configs" / "crcr.yaml"), "--as",
+                 "acme/accel", "--device", "fallbackdev", "--config", str(repo / "configs" / "ci.yaml"),
+                 "--repo", str(repo), "--cache", str(cache)])  # fmt: skip
+
+
 def test_a_dispatch_runs_the_suite_at_its_commit_and_says_what_the_core_is_to_it(
     fallback_repo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -304,15 +315,8 @@ def test_a_dispatch_runs_the_suite_at_its_commit_and_says_what_the_core_is_to_it
         f"suite: {{root: '{upstream}'}}\nshards: {{count: 1, parallel: 1}}\nretries: 0\nmatrices: []\n"
     )
     commit(repo, "upstream suite")
-    push = json.loads((REPO / "packages/dispatch/tests/payloads/push_main.json").read_text())
-    push["payload"]["after"] = push["payload"]["head_commit"]["id"] = push["payload"]["commits"][-1]["id"] = dispatched
-    payload = repo.parent / "payload.json"
-    payload.write_text(json.dumps(push))
     cache = repo.parent / "cache"
-    policy = REPO / "configs" / "crcr.yaml"
-    status = main(["ci", "--payload", str(payload), "--policy", str(policy), "--as", "acme/accel", "--device",
-                   "fallbackdev", "--config", str(repo / "configs" / "ci.yaml"), "--repo", str(repo),
-                   "--cache", str(cache)])  # fmt: skip
+    status = _dispatch_push(repo, dispatched, cache)
     out = capsys.readouterr().out
     assert status == 1, out
     assert f"gate: run primary at {dispatched}" in out
@@ -474,15 +478,9 @@ def test_a_dispatch_runs_on_the_build_made_from_its_commit_found_on_an_index(
     )
     commit(repo, "the core built from the dispatched commit")
     built_from = torch.version.git_version
-    push = json.loads((REPO / "packages/dispatch/tests/payloads/push_main.json").read_text())
-    push["payload"]["after"] = push["payload"]["head_commit"]["id"] = push["payload"]["commits"][-1]["id"] = built_from
-    payload = tmp_path / "payload.json"
-    payload.write_text(json.dumps(push))
     cache = repo.parent / "cache"
     try:
-        status = main(["ci", "--payload", str(payload), "--policy", str(REPO / "configs" / "crcr.yaml"), "--as",
-                       "acme/accel", "--device", "fallbackdev", "--config", str(repo / "configs" / "ci.yaml"),
-                       "--repo", str(repo), "--cache", str(cache)])  # fmt: skip
+        status = _dispatch_push(repo, built_from, cache)
     finally:
         server.shutdown()
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ import pytest
 from crcr.ci import runner
 from crcr.ci.ciconfig import load_profile
 from crcr.ci.classify import classify
-from embedded import config_folder, ring_suite
+from embedded import broken_flip_env, config_folder, ring_suite
 
 RING = load_profile(Path(__file__).resolve().parents[1] / "configs", "ring")
 SHARD_FAULTS = {1: {"RINGSIM_FAULT": "transient@15,abort@120"}, 2: {"RINGSIM_FAULT": "hang@120"}}
@@ -92,22 +92,11 @@ def test_a_shard_whose_process_dies_is_rerun_once_for_its_missing_tests(tmp_path
     assert {t.outcome for t in tests} <= {"passed", "xfailed"}  # what the shard never finished passed alone
 
 
-BREAK_FLIP = """
-import torch
-
-_lib = torch.library.Library("aten", "IMPL")
-_lib.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")  # forgets to flip
-"""
-
-
 def test_a_neighbour_s_crash_in_the_same_shard_does_not_relabel_an_assertion(tmp_path: Path) -> None:
     """One shard: flip tests that fail on a broken kernel (an assertion), and view tests of which one is hit by a
     device abort. The shard's log holds both; each test is classified from its own failure and captured output."""
     configs = config_folder(tmp_path / "configs", "test_view_ops.yaml", "test_shape_ops.yaml")
-    broken = tmp_path / "broken-backend"
-    broken.mkdir()
-    (broken / "sitecustomize.py").write_text(BREAK_FLIP)
-    suite = ring_suite(configs, env={"PYTHONPATH": str(broken)})
+    suite = ring_suite(configs, env=broken_flip_env(tmp_path / "broken-backend"))
     collected = runner.collect(suite, tmp_path / "collect")
     flips = [n for n in collected.selected if "::test_flip_" in n][:6]
     views = [n for n in collected.selected if "test_view_ops.py::" in n][:30]

@@ -10,14 +10,7 @@ from pathlib import Path
 from crcr.ci import pipeline, runner
 from crcr.ci.ciconfig import CIConfig, DeviceProfile
 from crcr.ci.model import CombinationResult, RunRecord, TestOutcome
-from embedded import COMBINATION, config_folder, ring_suite
-
-BREAK_FLIP = """
-import torch
-
-_lib = torch.library.Library("aten", "IMPL")
-_lib.impl("flip", lambda self, dims: self.clone(), "PrivateUse1")  # forgets to flip
-"""
+from embedded import COMBINATION, broken_flip_env, config_folder, ring_suite
 
 
 def _run(ctx: pipeline.Context, suite: runner.Suite, flips: list[str], run_id: str, tmp_path: Path) -> RunRecord:
@@ -33,11 +26,8 @@ def _run(ctx: pipeline.Context, suite: runner.Suite, flips: list[str], run_id: s
 
 def test_a_fix_after_a_red_run_is_named_in_the_record_and_the_report(tmp_path: Path) -> None:
     configs = config_folder(tmp_path / "configs", "test_shape_ops.yaml")
-    broken_path = tmp_path / "broken-backend"
-    broken_path.mkdir()
-    (broken_path / "sitecustomize.py").write_text(BREAK_FLIP)
     clean = ring_suite(configs)
-    broken = ring_suite(configs, env={"PYTHONPATH": str(broken_path)})
+    broken = ring_suite(configs, env=broken_flip_env(tmp_path / "broken-backend"))
     flips = [n for n in runner.collect(clean, tmp_path / "collect").selected if "::test_flip_" in n][:3]
     assert flips
     ctx = pipeline.Context(
