@@ -1,7 +1,7 @@
 // ringsim._C: the Python face of the native runtime. Loading it registers the allocator, guard,
 // hooks and storage kernels (static registrations in the other files).
 #include <torch/csrc/Generator.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "HostView.h"
 #include "Replay.h"

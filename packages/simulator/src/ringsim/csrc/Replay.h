@@ -2,7 +2,7 @@
 // (DMA byte copies, compute through the dispatcher, ring transfers) without re-entering Python.
 #pragma once
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace ringsim::replay {
 
