@@ -152,6 +152,17 @@ def test_a_committed_durations_store_seeds_an_empty_cache_once(tmp_path: Path) -
         pipeline.seed_durations(ctx)
 
 
+def test_a_profile_excludes_distributions_by_name_only(tmp_path: Path) -> None:
+    assert load_profile(REPO / "configs", "ring").excludes == ("triton",)
+    (tmp_path / "devices").mkdir()
+    profile = tmp_path / "devices" / "dev.yaml"
+    profile.write_text("device: dev\nconfigs: {embedded: c}\nexcludes: [triton, nvidia-nccl-cu13]\n")
+    assert load_profile(tmp_path, "dev").excludes == ("triton", "nvidia-nccl-cu13")
+    profile.write_text("device: dev\nconfigs: {embedded: c}\nexcludes: ['triton>=3']\n")
+    with pytest.raises(CIConfigError, match=r"dev\.yaml:3: excludes\[0\]: 'triton>=3' is not a distribution name"):
+        load_profile(tmp_path, "dev")
+
+
 def test_a_profile_says_how_its_devices_failures_read(tmp_path: Path) -> None:
     ring = load_profile(REPO / "configs", "ring")
     assert (ring.failures.transient, ring.failures.refusal) == (("TransientDeviceError",), ("TooLargeError",))

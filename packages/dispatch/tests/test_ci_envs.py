@@ -106,6 +106,22 @@ def test_pins_hold_third_party_packages_at_their_recorded_versions(tmp_path: Pat
     assert run(environment(backend, torch, ["tmp-user"], cache, pins), version) == "0.1.0"
 
 
+def test_excluded_dependencies_of_torch_are_left_out_and_are_another_environment(tmp_path: Path) -> None:
+    """A device profile's `excludes` (torch's triton, for a device that never loads it): torch is installed without
+    it, whoever requires it, and the environment is not the one that has it."""
+    wheelhouse = tmp_path / "wheelhouse" / "torch-9.9.0"
+    make_wheel(wheelhouse, "tmp-compiler", "1.0.0")
+    torch = make_wheel(wheelhouse, "torch", "9.9.0", ("tmp-compiler==1.0.0",))
+    backend = built(make_wheel(tmp_path / "build", "tmp-device", "0.1.0", ("torch",)))
+    cache = tmp_path / "cache"
+    present = "import importlib.util as u; print(u.find_spec('tmp_compiler') is not None)"
+    full = environment(backend, torch, ["tmp-device"], cache)
+    lean = environment(backend, torch, ["tmp-device"], cache, excludes=["tmp-compiler"])
+    assert lean != full
+    assert (run(full, present), run(lean, present)) == ("True", "False")
+    assert run(lean, "import torch, tmp_device; print(torch.NAME)") == "torch"
+
+
 def test_other_extras_are_another_environment(parts: tuple[Path, BuildResult, Path]) -> None:
     torch, build, cache = parts
     plain = environment(build, torch, [], cache)

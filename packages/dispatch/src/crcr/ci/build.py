@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -157,13 +157,14 @@ def recorded(repo: Path, sha: str, torch_sha: str, cache: Path) -> tuple[Path, B
     return out, _cached(out, torch_sha)
 
 
-def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) -> Path:
+def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path, excludes: Sequence[str] = ()) -> Path:
     """The build venv for this torch wheel (`cache/buildenvs/<torch sha12>`), holding torch and the members' build
-    requirements (torch's own pin dropped: the wheel given is the torch to build against); returns its python."""
+    requirements (torch's own pin dropped: the wheel given is the torch to build against), without the `excludes`;
+    returns its python."""
     torch_sha = wheel_sha256(torch_wheel)
     path = cache / "buildenvs" / torch_sha[:12]
     wanted = sorted({*ALWAYS, *(r for r in requires if _requirement_name(r) != "torch")})
-    record = {"torch": torch_sha, "requires": wanted}
+    record = {"torch": torch_sha, "requires": wanted, **({"excludes": sorted(excludes)} if excludes else {})}
     with locked(cache / "buildenvs" / f".{torch_sha[:12]}.lock"):
         python = python_of(path)
         try:
@@ -173,11 +174,15 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path) ->
         if current == record and python.exists():
             mark_used(path)
             return python
-        if current.get("torch") != torch_sha or not python.exists():
+        if (
+            current.get("torch") != torch_sha
+            or current.get("excludes") != record.get("excludes")
+            or not python.exists()
+        ):
             if path.exists():
-                shutil.rmtree(path)  # ours: an interrupted set-up
+                shutil.rmtree(path)  # ours: an interrupted set-up, or one holding what is now excluded
             python = venv(path, cache, log)
-        install(python, [str(torch_wheel), *wanted], cache, [torch_wheel.parent], log)
+        install(python, [str(torch_wheel), *wanted], cache, [torch_wheel.parent], log, excludes=excludes)
         (path / BUILDENV_KEY).write_text(json.dumps(record, indent=1) + "\n")
         mark_used(path)
     return python
@@ -200,11 +205,16 @@ def _write_manifest(out: Path, data: dict) -> None:
 
 
 def build_backend(
-    worktree: Path, torch_wheel: Path, cache: Path, log: Callable[[str], None] = lambda _: None, force: bool = False
+    worktree: Path,
+    torch_wheel: Path,
+    cache: Path,
+    log: Callable[[str], None] = lambda _: None,
+    force: bool = False,
+    excludes: Sequence[str] = (),
 ) -> BuildResult:
     """Build every workspace member of `worktree` against `torch_wheel`, once; later calls return the recorded
     result (`cached=True`) after checking the wheels' hashes. `log` gets one line per step; the tools' output goes
-    to `build.log` in the output folder."""
+    to `build.log` in the output folder. The build venv leaves out the `excludes` (the device profile's)."""
     if not worktree.is_dir():
         raise BuildError(f"worktree not found: {worktree}")
     if not torch_wheel.is_file():
@@ -220,7 +230,7 @@ def build_backend(
             return found
         # members build in place (setuptools' build/ folders): one build per worktree at a time, whatever the torch
         with locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
-            return _build(wanted, worktree, sha, torch_wheel, torch_sha, out, cache, log)
+            return _build(wanted, worktree, sha, torch_wheel, torch_sha, out, cache, log, excludes)
 
 
 def _build(
@@ -232,6 +242,7 @@ def _build(
     out: Path,
     cache: Path,
     log: Callable[[str], None],
+    excludes: Sequence[str],
 ) -> BuildResult:
     """Build the members into a scratch folder; only a complete set of wheels is moved into `out`."""
     if out.exists():
@@ -248,7 +259,7 @@ def _build(
     }
     log(f"build {out.name}: build venv for torch {wheel_version(torch_wheel)}")
     try:
-        python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile)
+        python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile, excludes)
     except EnvError as exc:
         shutil.rmtree(scratch)
         log(f"build {out.name}: set-up failed: {exc}")

@@ -36,6 +36,9 @@ class DeviceProfile:
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> suite kind -> config folder
     environment: tuple[str, ...] = ()  # host variables (names or shell patterns) the shards get besides the base set
     failures: DevicePatterns = field(default_factory=DevicePatterns)  # the device's transient errors and refusals
+    excludes: tuple[
+        str, ...
+    ] = ()  # torch's dependencies the device never loads: not installed for its builds and tests
     source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
 
     def config_folder(self, kind: str, variant: str = "") -> str:
@@ -217,7 +220,11 @@ def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str,
     return declared, tuple(name for name in config.variants if name not in profile.variants)
 
 
-_PROFILE_FIELDS = {"device", "requirements", "configs", "backend", "pythonpath", "variants", "environment", "failures"}
+_PROFILE_FIELDS = {
+    "device", "requirements", "configs", "backend", "pythonpath", "variants", "environment", "failures", "excludes",
+}  # fmt: skip
+#: A distribution name (PEP 508), which is all `excludes` takes: a version or marker there would exclude nothing.
+DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 def load_profile(configs_dir: Path, name: str) -> DeviceProfile:
@@ -244,6 +251,10 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
     for index, variable in enumerate(environment):
         if is_credential(variable):
             raise top.fail(f"environment[{index}]", f"{variable!r} looks like a credential: shards never get one")
+    excludes = top.texts("excludes")
+    for index, name in enumerate(excludes):
+        if not DISTRIBUTION_NAME.match(name):
+            raise top.fail(f"excludes[{index}]", f"{name!r} is not a distribution name (triton, say)")
     failures = Fields(path, top.mapping("failures"), {"transient", "refusal"}, prefix="failures.")
     patterns = {kind: failures.texts(kind) for kind in ("transient", "refusal")}
     for kind, texts in patterns.items():
@@ -262,6 +273,7 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         variants=variants,
         environment=environment,
         failures=DevicePatterns(**patterns),
+        excludes=excludes,
         source=path,
     )
 

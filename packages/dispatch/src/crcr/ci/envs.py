@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,8 +98,10 @@ def install(
     find_links: Sequence[Path] = (),
     log: Path | None = None,
     bytecode: bool = False,
+    excludes: Sequence[str] = (),
 ) -> None:
-    """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries.
+    """`uv pip install` into the venv of `python`; the find-links folders are searched besides the registries;
+    the `excludes` (distribution names) are left out of the resolution, whoever requires them.
 
     `bytecode` compiles every installed module once, here: the test processes run with PYTHONDONTWRITEBYTECODE
     (nothing written into the suite or a read-only environment), so without it each one compiles torch's Python
@@ -107,7 +110,12 @@ def install(
     command = uv(cache, "pip", "install", "--python", str(python), *(["--compile-bytecode"] if bytecode else []))
     for folder in find_links:
         command += ["--find-links", str(folder)]
-    result = _run([*command, *requirements], log)
+    with tempfile.TemporaryDirectory(dir=cache) as scratch:
+        if excludes:
+            listing = Path(scratch) / "excludes.txt"
+            listing.write_text("".join(f"{name}\n" for name in excludes))
+            command += ["--excludes", str(listing)]
+        result = _run([*command, *requirements], log)
     if result.returncode != 0:
         raise EnvError(f"could not install into {python.parent.parent}: {_first_error(result.stderr + result.stdout)}")
 
@@ -151,10 +159,13 @@ def requirements(build: BuildResult, extras: Sequence[str]) -> list[str]:
     return found + also
 
 
-def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str], pins: str = "") -> str:
-    """What makes two environments the same: the wheels' bytes, torch's bytes, the extras, the Python, and that
-    its modules are compiled (an environment made before that is made again)."""
+def environment_key(
+    build: BuildResult, torch_sha256: str, extras: Sequence[str], pins: str = "", excludes: Sequence[str] = ()
+) -> str:
+    """What makes two environments the same: the wheels' bytes, torch's bytes, the extras, the Python, what is
+    left out, and that its modules are compiled (an environment made before that is made again)."""
     data = {
+        **({"excludes": sorted(normalize_name(n) for n in excludes)} if excludes else {}),
         "wheels": dict(sorted(build.wheel_sha256.items())),
         "torch": torch_sha256,
         "extras": sorted(extras),
@@ -166,10 +177,16 @@ def environment_key(build: BuildResult, torch_sha256: str, extras: Sequence[str]
 
 
 def environment(
-    build: BuildResult, torch_wheel: Path, extras: list[str], cache: Path, pins: Path | None = None
+    build: BuildResult,
+    torch_wheel: Path,
+    extras: list[str],
+    cache: Path,
+    pins: Path | None = None,
+    excludes: Sequence[str] = (),
 ) -> Path:
     """The python of a venv under `cache/envs/` holding torch, the backend wheels and their test extras; with
-    `pins` (a constraints file of `name==version` lines), the third-party packages at exactly those versions.
+    `pins` (a constraints file of `name==version` lines), the third-party packages at exactly those versions;
+    without the `excludes` (torch's triton, for a device that never loads it).
 
     Reused when its recorded key matches; made again otherwise. Raises EnvError for a failed build, for a torch
     wheel other than the one the build's manifest says it was compiled against, and for an install that does not
@@ -192,7 +209,7 @@ def environment(
             f"({torch_sha[:12]}): a native extension only loads with the torch it was compiled against"
         )
     pinned = pins.read_text(encoding="utf-8") if pins is not None else ""
-    key = environment_key(build, torch_sha, extras, pinned)
+    key = environment_key(build, torch_sha, extras, pinned, excludes)
     root = cache / "envs"
     path = root / key[:16]
     record = {"key": key, "torch": torch_wheel.name, "wheels": build.wheel_sha256, "extras": sorted(extras)}
@@ -209,7 +226,7 @@ def environment(
         built = [Path(p).parent for p in build.wheels.values()][:1]
         wanted = [str(torch_wheel), *requirements(build, extras)]
         constraint = ["--constraint", str(pins)] if pins is not None else []
-        install(python, [*constraint, *wanted], cache, [torch_wheel.parent, *built], log, bytecode=True)
+        install(python, [*constraint, *wanted], cache, [torch_wheel.parent, *built], log, True, excludes)
         (path / KEY_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         mark_used(path)
     return python

@@ -15,8 +15,10 @@ import platform
 import secrets
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -90,6 +92,8 @@ class Context:
     only: tuple[str, ...] = ()  # combination names to run (default: all)
     reuse: bool = True  # reuse a recorded run's results when a combination's inputs are identical (--no-cache: off)
     commit: str = ""  # the dispatched upstream commit (--upstream-sha), when the trigger does not name one
+    #: The durations store is read by a plan (preparing ahead) while a finished combination writes it.
+    durations_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def history(self) -> Path:
@@ -110,16 +114,43 @@ class Context:
 
 def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     """The whole job on this machine; returns the record and the run directory (record.json, summary.json,
-    report.html)."""
+    report.html).
+
+    The next combinations are prepared (checked out, built, installed, collected, planned) one after another in a
+    second thread while this one runs the tests of the current one: a build's single-threaded links, an install's
+    disk waits, a collection's one process and a shard tail's idle core are filled by the other's work, and the
+    results still come in the planned order.
+    """
     record, run_dir, planned = start(ctx, trigger)
-    for combination in planned:
-        started = time.monotonic()
-        step = functools.partial(run_combination, ctx, combination, run_dir / safe_name(combination.name))
-        result = settled(ctx, combination, step)
-        result.wall_seconds = result.wall_seconds or round(time.monotonic() - started, 3)
-        record.combinations.append(result)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as ahead:
+        readied = [ahead.submit(ready, ctx, c, run_dir / safe_name(c.name)) for c in planned]
+        try:
+            for combination, future in zip(planned, readied, strict=True):
+                prepared, started = future.result()
+                if isinstance(prepared, CombinationResult):  # ended in preparation, and said so then
+                    record.combinations.append(prepared)
+                    continue
+                step = functools.partial(run_prepared, ctx, prepared, run_dir / safe_name(combination.name))
+                result = settled(ctx, combination, step)
+                result.wall_seconds = round(time.monotonic() - started, 3)
+                ctx.progress.done(combination.name, outcome_line(result))
+                record.combinations.append(result)
+        finally:
+            for future in readied:  # an interrupted run builds nothing more
+                future.cancel()
     conclude(ctx, record, run_dir)
     return record, run_dir
+
+
+def ready(ctx: Context, combination: Combination, workdir: Path) -> tuple[Prepared | CombinationResult, float]:
+    """The combination prepared, or the result that ended it (an error included, said at once), and when its
+    preparation began."""
+    started = time.monotonic()
+    prepared = settled(ctx, combination, functools.partial(prepare, ctx, combination, workdir))
+    if isinstance(prepared, CombinationResult):
+        prepared.wall_seconds = round(time.monotonic() - started, 3)
+        ctx.progress.done(combination.name, outcome_line(prepared))
+    return prepared, started
 
 
 #: What can end one combination early without being a bug: its checkout, core, build, environment, collection,
@@ -283,23 +314,14 @@ def environment() -> dict[str, object]:
     }
 
 
-def run_combination(ctx: Context, combination: Combination, workdir: Path) -> CombinationResult:
-    """One job of the matrix, every shard on this machine. An incompatible core or a failed build is this
-    combination's result, not an error."""
-    started = time.monotonic()
-    prepared = prepare(ctx, combination, workdir)
-    if isinstance(prepared, CombinationResult):
-        result = prepared
-    else:
-        suite = combination_suite(ctx, prepared)
-        selected = runner.Collected(prepared.modes, []).selected
-        shards = len(prepared.shard_indexes())
-        ctx.progress.phase(combination.name, f"running {len(selected)} tests in {shards} shards")
-        ran, tests = execute(ctx, prepared, suite, workdir)
-        result = finish(ctx, prepared, suite, ran, tests, workdir)
-    result.wall_seconds = round(time.monotonic() - started, 3)
-    ctx.progress.done(combination.name, outcome_line(result))
-    return result
+def run_prepared(ctx: Context, prepared: Prepared, workdir: Path) -> CombinationResult:
+    """One prepared job of the matrix, every shard on this machine."""
+    name = prepared.combination.name
+    suite = combination_suite(ctx, prepared)
+    selected = runner.Collected(prepared.modes, []).selected
+    ctx.progress.phase(name, f"running {len(selected)} tests in {len(prepared.shard_indexes())} shards")
+    ran, tests = execute(ctx, prepared, suite, workdir)
+    return finish(ctx, prepared, suite, ran, tests, workdir)
 
 
 def outcome_line(result: CombinationResult) -> str:
@@ -323,7 +345,8 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
         return CombinationResult(combination, "incompatible", reason=reason)
     wheel = core_wheel(ctx, combination.core)
     ctx.progress.phase(name, "building")
-    built = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(name, line))
+    say = functools.partial(ctx.progress.phase, name)
+    built = build.build_backend(checkout, wheel, ctx.cache, say, excludes=ctx.profile.excludes)
     if not built.ok:
         moved, basis = attribute_build_failure(ctx, checkout, combination)
         return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved,
@@ -338,7 +361,9 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
     try:
         collected = _collect(ctx, name, suite, reuse.key(parts, with_limits=False), workdir)
         job = ctx.durations_job(combination)
-        plan = runner.plan_shards(suite, collected.selected, ctx.durations, job, name, planning_of(ctx.config), workdir)
+        with ctx.durations_lock:
+            plan = runner.plan_shards(suite, collected.selected, ctx.durations, job, name, planning_of(ctx.config),
+                                      workdir)  # fmt: skip
     except runner.RunnerError as exc:
         return CombinationResult(combination, "error", built, reason=str(exc), inputs=inputs)
     profile = home_of(ctx, combination).profile.source
@@ -412,7 +437,7 @@ def suite_of_build(ctx: Context, combination: Combination, built: BuildResult) -
     """The combination's suite in the environment of `built`'s wheels and its core's torch (reused when it exists)."""
     wheel = core_wheel(ctx, combination.core)
     wanted = list(home_of(ctx, combination).profile.requirements)
-    return suite_for(ctx, combination, envs.environment(built, wheel, wanted, ctx.cache))
+    return suite_for(ctx, combination, envs.environment(built, wheel, wanted, ctx.cache, excludes=ctx.profile.excludes))
 
 
 def execute(
@@ -442,7 +467,9 @@ def finish(
     combination = prepared.combination
     results = [workdir / f"shard-{s.index}" / "results.jsonl" for s in shards]
     try:
-        runner.merge_durations(suite, ctx.durations, ctx.durations_job(combination), combination.name, results, workdir)
+        with ctx.durations_lock:
+            job = ctx.durations_job(combination)
+            runner.merge_durations(suite, ctx.durations, job, combination.name, results, workdir)
         unmerged = ""
     except runner.RunnerError as exc:  # the results stand; the combination says the store did not take them
         unmerged = f"durations: {exc}"
@@ -516,7 +543,8 @@ def attribute_build_failure(ctx: Context, checkout: Path, combination: Combinati
     ctx.progress.phase(combination.name, f"build failed; building against torch {oldest} to tell who moved")
     try:
         wheel = cores.torch_wheel(oldest, ctx.cache)
-        probe = build.build_backend(checkout, wheel, ctx.cache, lambda line: ctx.progress.phase(combination.name, line))
+        say = functools.partial(ctx.progress.phase, combination.name)
+        probe = build.build_backend(checkout, wheel, ctx.cache, say, excludes=ctx.profile.excludes)
     except COMBINATION_ERRORS as exc:  # the probe's own machine failed: no evidence either way
         return "", f"unattributed: the probe build against torch {oldest} could not run ({error_reason(exc)})"
     if probe.ok:
@@ -572,7 +600,7 @@ def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
     """A combination's backend built against its core, in its environment; None when the build fails."""
     checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
     wheel = core_wheel(ctx, combination.core)
-    built = build.build_backend(checkout, wheel, ctx.cache, lambda _line: None)
+    built = build.build_backend(checkout, wheel, ctx.cache, excludes=ctx.profile.excludes)
     return suite_of_build(ctx, combination, built) if built.ok else None
 
 

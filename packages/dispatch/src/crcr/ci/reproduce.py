@@ -67,7 +67,9 @@ def _again(
     for line in pins.unpinned:
         say(f"{combination.name}: not pinned by version: {line}")
     profile = load_profile(pins.profile.parent.parent, pins.profile.stem)
-    python = envs.environment(result.build, torch, list(profile.requirements), cache, pins.requirements)
+    python = envs.environment(
+        result.build, torch, list(profile.requirements), cache, pins.requirements, profile.excludes
+    )
     ctx = Context(repo, cache, CIConfig(device, (), (combination.core.name,), combination.suite.name), profile)
     paths = _import_paths(ctx, combination, pins, say)
     limits = pins.inputs.get("limits", {})

@@ -111,7 +111,9 @@ def _merge(args: argparse.Namespace) -> None:
     run = merge_shards(read_results(path) for path in args.results)
     configs = store.setdefault(args.job, {})
     configs[args.config] = merge_runs(configs.get(args.config, {}), run, args.alpha)
-    args.store.write_text(dump_store(store), encoding="utf-8")
+    scratch = args.store.with_name(f".{args.store.name}.tmp")  # a plan reading the store never sees half of it
+    scratch.write_text(dump_store(store), encoding="utf-8")
+    scratch.replace(args.store)
 
 
 def _read_plan(path: Path) -> dict[str, object]:
