@@ -93,14 +93,14 @@ def fallback_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path
     wheel.write_bytes(b"stand-in")
     builds: list[tuple[Path, Path]] = []
 
-    def fake_build(checkout: Path, torch_wheel: Path, cache: Path, log: object) -> BuildResult:
+    def fake_build(checkout: Path, torch_wheel: Path, cache: Path, *_how: object, **_options: object) -> BuildResult:
         builds.append((checkout, torch_wheel))
         return BuildResult(True)
 
     monkeypatch.setattr(combinations, "core", fake_core)
     monkeypatch.setattr(cores, "torch_wheel", lambda version, cache: wheel)
     monkeypatch.setattr(build, "build_backend", fake_build)
-    monkeypatch.setattr(envs, "environment", lambda *args: Path(sys.executable))
+    monkeypatch.setattr(envs, "environment", lambda *args, **options: Path(sys.executable))
     # this interpreter may hold another backend that autoloads and takes privateuse1 (a profile's own environment
     # holds only its wheels)
     monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
@@ -176,7 +176,7 @@ def test_a_combination_whose_environment_fails_is_an_error_and_the_others_are_re
     blocked.write_text("a file where the venv would go")
     made: list[str] = []
 
-    def first_fails(*_args: object) -> Path:
+    def first_fails(*_args: object, **_options: object) -> Path:
         made.append("env")
         return envs.venv(blocked, cache) if len(made) == 1 else Path(sys.executable)
 

@@ -157,7 +157,8 @@ def test_a_profile_excludes_distributions_by_name_only(tmp_path: Path) -> None:
     (tmp_path / "devices").mkdir()
     profile = tmp_path / "devices" / "dev.yaml"
     profile.write_text("device: dev\nconfigs: {embedded: c}\nexcludes: [triton, nvidia-nccl-cu13]\n")
-    assert load_profile(tmp_path, "dev").excludes == ("triton", "nvidia-nccl-cu13")
+    loaded = load_profile(tmp_path, "dev")
+    assert (loaded.name, loaded.excludes) == ("dev", ("triton", "nvidia-nccl-cu13"))
     profile.write_text("device: dev\nconfigs: {embedded: c}\nexcludes: ['triton>=3']\n")
     with pytest.raises(CIConfigError, match=r"dev\.yaml:3: excludes\[0\]: 'triton>=3' is not a distribution name"):
         load_profile(tmp_path, "dev")

@@ -252,9 +252,9 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         if is_credential(variable):
             raise top.fail(f"environment[{index}]", f"{variable!r} looks like a credential: shards never get one")
     excludes = top.texts("excludes")
-    for index, name in enumerate(excludes):
-        if not DISTRIBUTION_NAME.match(name):
-            raise top.fail(f"excludes[{index}]", f"{name!r} is not a distribution name (triton, say)")
+    for index, excluded in enumerate(excludes):
+        if not DISTRIBUTION_NAME.match(excluded):
+            raise top.fail(f"excludes[{index}]", f"{excluded!r} is not a distribution name (triton, say)")
     failures = Fields(path, top.mapping("failures"), {"transient", "refusal"}, prefix="failures.")
     patterns = {kind: failures.texts(kind) for kind in ("transient", "refusal")}
     for kind, texts in patterns.items():
