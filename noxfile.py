@@ -34,6 +34,8 @@ os.environ.setdefault("UV_CACHE_DIR", str(CACHE / "uv-cache"))
 # Compile each session's modules once, at install: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every
 # interpreter a test starts would otherwise compile torch's Python from source again.
 os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
+# A native member's ninja runs one job a core (torch's default, cores + 2, makes the longest source share one).
+os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
 # pyproject.toml names the wheelhouse as uv's find-links for every install; uv refuses a missing folder, and only
 # `build` fills it (the driver sessions need no torch).
 WHEELHOUSE.mkdir(exist_ok=True)

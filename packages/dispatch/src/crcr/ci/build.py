@@ -267,6 +267,8 @@ def _build(
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "CONDA_PREFIX")}
     environ["PATH"] = f"{python.parent}{os.pathsep}{environ.get('PATH', '')}"  # ninja for torch's cpp_extension
     environ["VIRTUAL_ENV"] = str(python.parent.parent)
+    # torch's cpp_extension runs ninja with cores + 2 jobs: the longest source then shares a core and holds up the link
+    environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
     wheels: dict[str, dict[str, str]] = {}
     for member in wanted:
         begun = time.monotonic()

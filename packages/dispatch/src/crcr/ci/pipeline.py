@@ -122,10 +122,11 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
     results still come in the planned order.
     """
     record, run_dir, planned = start(ctx, trigger)
+    order = by_build(planned)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prepare") as ahead:
-        readied = [ahead.submit(ready, ctx, c, run_dir / safe_name(c.name)) for c in planned]
+        readied = [ahead.submit(ready, ctx, c, run_dir / safe_name(c.name)) for c in order]
         try:
-            for combination, future in zip(planned, readied, strict=True):
+            for combination, future in zip(order, readied, strict=True):
                 prepared, started = future.result()
                 if isinstance(prepared, CombinationResult):  # ended in preparation, and said so then
                     record.combinations.append(prepared)
@@ -138,8 +139,20 @@ def run(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path]:
         finally:
             for future in readied:  # an interrupted run builds nothing more
                 future.cancel()
+    names = [c.name for c in planned]
+    record.combinations.sort(key=lambda result: names.index(result.combination.name))
     conclude(ctx, record, run_dir)
     return record, run_dir
+
+
+def by_build(planned: list[Combination]) -> list[Combination]:
+    """The combinations in the order they run: those sharing a build (a variant and its plain combination) one
+    after another, in the planned order of their first. The tests of one build then run while the next is built,
+    instead of waiting for it."""
+    builds: dict[tuple[str, str], list[Combination]] = {}
+    for combination in planned:
+        builds.setdefault((combination.backend.sha, combination.core.sha), []).append(combination)
+    return [combination for group in builds.values() for combination in group]
 
 
 def ready(ctx: Context, combination: Combination, workdir: Path) -> tuple[Prepared | CombinationResult, float]:
