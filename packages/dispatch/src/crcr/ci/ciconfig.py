@@ -36,9 +36,7 @@ class DeviceProfile:
     variants: dict[str, dict[str, str]] = field(default_factory=dict)  # variant -> suite kind -> config folder
     environment: tuple[str, ...] = ()  # host variables (names or shell patterns) the shards get besides the base set
     failures: DevicePatterns = field(default_factory=DevicePatterns)  # the device's transient errors and refusals
-    excludes: tuple[
-        str, ...
-    ] = ()  # torch's dependencies the device never loads: not installed for its builds and tests
+    excludes: tuple[str, ...] = ()  # torch's dependencies the device never loads: its builds and tests go without
     source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
 
     def config_folder(self, kind: str, variant: str = "") -> str:

@@ -110,12 +110,13 @@ def install(
     command = uv(cache, "pip", "install", "--python", str(python), *(["--compile-bytecode"] if bytecode else []))
     for folder in find_links:
         command += ["--find-links", str(folder)]
-    with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        if excludes:
+    if not excludes:
+        result = _run([*command, *requirements], log)
+    else:
+        with tempfile.TemporaryDirectory(dir=cache) as scratch:
             listing = Path(scratch) / "excludes.txt"
             listing.write_text("".join(f"{name}\n" for name in excludes))
-            command += ["--excludes", str(listing)]
-        result = _run([*command, *requirements], log)
+            result = _run([*command, "--excludes", str(listing), *requirements], log)
     if result.returncode != 0:
         raise EnvError(f"could not install into {python.parent.parent}: {_first_error(result.stderr + result.stdout)}")
 

@@ -92,7 +92,8 @@ class Context:
     only: tuple[str, ...] = ()  # combination names to run (default: all)
     reuse: bool = True  # reuse a recorded run's results when a combination's inputs are identical (--no-cache: off)
     commit: str = ""  # the dispatched upstream commit (--upstream-sha), when the trigger does not name one
-    #: The durations store is read by a plan (preparing ahead) while a finished combination writes it.
+    #: The durations store is read by a plan (preparing ahead) while a finished combination writes it, through the
+    #: testreuse of its own environment: an older backend ref's may not replace the file whole.
     durations_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
