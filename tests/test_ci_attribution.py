@@ -45,7 +45,7 @@ def test_failures_follow_the_backend_when_backend_and_core_both_moved(suites, tm
     cache = tmp_path / "cache"
     cache.mkdir()
     profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"})
-    ctx = pipeline.Context(tmp_path, cache, CIConfig("dev", (), ("2.13.0", "2.14.1"), "embedded"), profile)
+    ctx = pipeline.Context(tmp_path, cache, CIConfig("dev", ("2.13.0", "2.14.1"), "embedded"), profile)
     green = CombinationResult(GREEN, "passed", tests=[TestOutcome(n, "passed") for n in flips])
     history.record_run(ctx.history, RunRecord("r1", "2026-01-01T00:00:00", {}, {}, "dev", [green]), tmp_path)
 
@@ -74,7 +74,7 @@ def _moved_both(suites, tmp_path: Path) -> tuple[pipeline.Context, CombinationRe
     """A green run of the flip tests on the old backend and core, and a run now, with both moved, where they fail."""
     _, broken, flips = suites
     profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"})
-    ctx = pipeline.Context(tmp_path, tmp_path / "cache", CIConfig("dev", (), ("2.13.0", "2.14.1"), "embedded"), profile)
+    ctx = pipeline.Context(tmp_path, tmp_path / "cache", CIConfig("dev", ("2.13.0", "2.14.1"), "embedded"), profile)
     ctx.cache.mkdir()
     green = CombinationResult(GREEN, "passed", tests=[TestOutcome(n, "passed") for n in flips])
     history.record_run(ctx.history, RunRecord("r1", "2026-01-01T00:00:00", {}, {}, "dev", [green]), tmp_path)

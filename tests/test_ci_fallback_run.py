@@ -206,11 +206,11 @@ def test_an_older_backend_ref_runs_with_its_own_configs_and_profile(fallback_rep
     repo, builds = fallback_repo
     commit(repo, "the backend module, as the repository holds it")  # the pythonpath links, so each ref has them
     old = git(repo, "rev-parse", "HEAD")
-    folder = _profile(repo)["configs"]["embedded"]
+    folder = _profile(repo, source={"refs": [old]})["configs"]["embedded"]  # the backend matrix: HEAD's profile
     (repo / folder / "embedded.yaml").write_text(_config(VARIANT_TESTS))  # HEAD's configs pick other tests
     (repo / "configs" / "ci.yaml").write_text(
         "device: fallbackdev\ncore: {versions: ['2.13.0']}\nshards: {count: 1, parallel: 1}\nretries: 0\n"
-        f"backend: {{refs: ['{old}']}}\nmatrices: [backend]\n"
+        "matrices: [backend]\n"
     )
     commit(repo, "HEAD's configs select the transpose tests")
     cache = repo.parent / "cache"

@@ -33,7 +33,7 @@ def test_a_fix_after_a_red_run_is_named_in_the_record_and_the_report(tmp_path: P
     ctx = pipeline.Context(
         tmp_path,
         tmp_path / "cache",
-        CIConfig("dev", (), ("2.13.0",), "embedded"),
+        CIConfig("dev", ("2.13.0",), "embedded"),
         DeviceProfile("dev", "ring", (), {"embedded": "configs"}),
     )
     ctx.cache.mkdir()

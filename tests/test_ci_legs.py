@@ -60,7 +60,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, runner.Sui
 
 def context(tmp_path: Path) -> pipeline.Context:
     profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"})
-    return pipeline.Context(tmp_path, tmp_path / "cache", CIConfig("dev", (), ("2.13.0",), "embedded"), profile)
+    return pipeline.Context(tmp_path, tmp_path / "cache", CIConfig("dev", ("2.13.0",), "embedded"), profile)
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def small_run(suite: tuple[runner.Suite, dict[str, str]], root: Path) -> loop.Ru
     def run_job(trigger: Any, combination: str) -> tuple[RunRecord, Path]:
         ring_failures = load_profile(Path(__file__).resolve().parents[1] / "configs", "ring").failures
         profile = DeviceProfile("dev", "ring", (), {"embedded": "configs"}, failures=ring_failures)
-        config = CIConfig("dev", (), ("2.13.0",), "embedded", shards=1, retries=0)
+        config = CIConfig("dev", ("2.13.0",), "embedded", shards=1, retries=0)
         ctx = pipeline.Context(root, root / "cache", config, profile, shard_env=FAULT)
         started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         record = RunRecord("20260101T000000Z-loop", started, dict(trigger), pipeline.environment(), "dev")

@@ -62,7 +62,7 @@ from crcr.ci.runner import Suite
 
 prepared, out, configs, tree = map(Path, sys.argv[1:])
 profile = DeviceProfile("dev", "ring", (), {"upstream": str(configs)})
-ctx = pipeline.Context(out.parent, out.parent / "cache", CIConfig("dev", (), ("2.13.0",), str(tree)), profile)
+ctx = pipeline.Context(out.parent, out.parent / "cache", CIConfig("dev", ("2.13.0",), str(tree)), profile)
 suite = Suite(Path(sys.executable), configs, tree, "ring")
 sys.exit(1 if legs.run_leg(ctx, prepared, "primary", 1, out, suite_of=lambda _c, _p: suite) else 0)
 """

@@ -40,7 +40,7 @@ def test_the_shipped_config_and_profiles_load() -> None:
         (GOOD + "shards: {isolation: docker, image: 3}\n", "shards.image: expected a non-empty string"),
         (GOOD + "timeouts: {test: 0}\n", "timeouts.test: must be at least 0.001"),
         (GOOD + "matrices: [sideways]\n", "matrices[0]: 'sideways' is not a matrix"),
-        (GOOD + "backend: {refs: main}\n", "backend.refs: expected a list of strings"),
+        (GOOD + "backend: {refs: [main]}\n", "backend: older backend refs are the device profile's"),
         ("core: {versions: ['2.13.0']}\n", "device: required"),
         ("device: dev\ncore: {versions: []}\n", "core.versions: required"),
         (
@@ -162,6 +162,36 @@ def test_a_profile_excludes_distributions_by_name_only(tmp_path: Path) -> None:
     profile.write_text("device: dev\nconfigs: {embedded: c}\nexcludes: ['triton>=3']\n")
     with pytest.raises(CIConfigError, match=r"dev\.yaml:3: excludes\[0\]: 'triton>=3' is not a distribution name"):
         load_profile(tmp_path, "dev")
+
+
+def test_a_profile_says_where_its_backend_comes_from_and_how_it_builds(tmp_path: Path) -> None:
+    ring = load_profile(REPO / "configs", "ring").origin
+    assert (ring.external, ring.build, ring.native, ring.refs) == (False, "workspace", True, ("5c6ac3d", "27693a2"))
+    (tmp_path / "devices").mkdir()
+    profile = tmp_path / "devices" / "dev.yaml"
+    profile.write_text(
+        "device: dev\nconfigs: {upstream: c}\nsource:\n  repo: https://example.org/dev.git\n  ref: main\n"
+        "  refs: [v1]\n  build: package\n  distributions: [torch-dev]\n  native: false\n"
+    )
+    origin = load_profile(tmp_path, "dev").origin
+    assert (origin.repo, origin.ref, origin.refs, origin.build) == (
+        "https://example.org/dev.git",
+        "main",
+        ("v1",),
+        "package",
+    )
+    assert (origin.distributions, origin.native, origin.external) == (("torch-dev",), False, True)
+    for text, message in (
+        ("source: {build: cmake}", r"dev\.yaml:3: source\.build: 'cmake' is not one of workspace, package"),
+        ("source: {native: yes please}", r"dev\.yaml:3: source\.native: expected true or false"),
+        ("source: {distributions: ['torch-dev>=1']}", r"source\.distributions\[0\]: 'torch-dev>=1' is not a dis"),
+        ("source: {repository: x}", r"dev\.yaml:3: source\.repository: unknown field"),
+        ("source: {repo: ''}", r"source\.repo: expected a non-empty string"),
+        ("source: [x]", r"dev\.yaml:3: source: expected a mapping"),
+    ):
+        profile.write_text(f"device: dev\nconfigs: {{upstream: c}}\n{text}\n")
+        with pytest.raises(CIConfigError, match=message):
+            load_profile(tmp_path, "dev")
 
 
 def test_a_profile_says_how_its_devices_failures_read(tmp_path: Path) -> None:

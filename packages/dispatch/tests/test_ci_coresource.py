@@ -239,7 +239,7 @@ def test_a_leg_obtains_a_named_core_again_and_refuses_another_wheel(wheels: dict
     served = Index({f"{commit}/{name}": wheels["2.13.0"]})
     try:
         source = CoreSource("ci-wheel", "wheel", f"{served.url}/files/{{sha}}/{name}")
-        config = CIConfig("dev", (), ("ci-wheel",), "embedded", core_sources=(source,))
+        config = CIConfig("dev", ("ci-wheel",), "embedded", core_sources=(source,))
         ctx = pipeline.Context(
             tmp_path, tmp_path / "leg-cache", config, DeviceProfile("dev", "dev", (), {}), commit=commit
         )

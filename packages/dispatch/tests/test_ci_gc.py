@@ -259,7 +259,7 @@ def test_wheelhouses_go_only_when_asked_and_not_the_configured_ones(
     configured = folder(cache / "wheelhouse" / "torch-2.13.0", {"torch-2.13.0-cp311-linux.whl": MB}, 60)
     dropped = folder(cache / "wheelhouse" / "torch-2.12.0", {"torch-2.12.0-cp311-linux.whl": MB}, 60)
     config = tmp_path / "ci.yaml"
-    config.write_text("device: ring\nbackend: {refs: []}\ncore: {versions: ['2.13.0']}\nsuite: {root: embedded}\n")
+    config.write_text("device: ring\ncore: {versions: ['2.13.0']}\nsuite: {root: embedded}\n")
 
     assert gc(cache) == 0
     assert configured.exists()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from crcr.ci import combinations, history, pipeline, report
+from crcr.ci.backendsource import BackendSource
 from crcr.ci.ciconfig import CIConfig, CIConfigError, DeviceProfile, load_ci_config, load_profile, split_variants
 from crcr.ci.model import Candidate, RunRecord, from_json, to_json
 
@@ -165,7 +166,7 @@ def test_a_variant_the_device_profile_does_not_declare_is_skipped_with_a_note(
     repo: Path, tmp_path: Path, asked: tuple[str, ...], planned: list[str], skipped: list[str]
 ) -> None:
     ctx = _context(repo, tmp_path / "cache")
-    ctx.config = CIConfig("dev", (), ("2.13.0", "2.14.1"), "embedded", variants=asked)
+    ctx.config = CIConfig("dev", ("2.13.0", "2.14.1"), "embedded", variants=asked)
     if "other" not in asked:
         ctx.profile = DeviceProfile("dev", "dev", (), {"embedded": "configs/dev"}, source=Path("devices/dev.yaml"))
     ctx.progress = progress = NoteProgress()
@@ -183,8 +184,9 @@ def test_a_variant_the_device_profile_does_not_declare_is_skipped_with_a_note(
 
 
 def test_each_variant_gets_the_primary_and_core_combinations_with_stable_names(repo: Path, tmp_path: Path) -> None:
-    config = CIConfig("dev", ("old",), ("2.13.0", "2.14.1"), "embedded", variants=("compile",))
-    planned = combinations.plan(config, repo, tmp_path / "cache")
+    config = CIConfig("dev", ("2.13.0", "2.14.1"), "embedded", variants=("compile",))
+    older = BackendSource(refs=("old",))
+    planned = combinations.plan(config, older, repo, repo, tmp_path / "cache")
     names = ["primary", "backend@old", "core@2.13.0", "primary+compile", "core@2.13.0+compile"]
     assert [c.name for c in planned] == names
     assert [c.variant for c in planned] == ["", "", "", "compile", "compile"]
@@ -194,15 +196,23 @@ def test_each_variant_gets_the_primary_and_core_combinations_with_stable_names(r
         variant = by_name[f"{plain}+compile"]
         assert variant.candidates() == by_name[plain].candidates()  # the same backend x core x suite
         assert variant.backend.name == "HEAD"
-    assert combinations.plan(config, repo, tmp_path / "cache") == planned  # names and candidates: stable
+    assert combinations.plan(config, older, repo, repo, tmp_path / "cache") == planned  # names and candidates: stable
 
 
 def test_variants_follow_the_matrices_and_dedupe_apart_from_the_plain_ones(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    backend_only = CIConfig("dev", ("old",), ("2.13.0", "2.14.1"), "embedded", matrices=("backend",), variants=("a",))
-    assert [c.name for c in combinations.plan(backend_only, repo, cache)] == ["primary", "backend@old", "primary+a"]
-    same_core = CIConfig("dev", (), ("2.14.1", "2.14.1"), "embedded", variants=("a", "b"))
-    assert [c.name for c in combinations.plan(same_core, repo, cache)] == ["primary", "primary+a", "primary+b"]
+    backend_only = CIConfig("dev", ("2.13.0", "2.14.1"), "embedded", matrices=("backend",), variants=("a",))
+    assert [c.name for c in combinations.plan(backend_only, BackendSource(refs=("old",)), repo, repo, cache)] == [
+        "primary",
+        "backend@old",
+        "primary+a",
+    ]
+    same_core = CIConfig("dev", ("2.14.1", "2.14.1"), "embedded", variants=("a", "b"))
+    assert [c.name for c in combinations.plan(same_core, BackendSource(), repo, repo, cache)] == [
+        "primary",
+        "primary+a",
+        "primary+b",
+    ]
 
 
 def _context(repo: Path, cache: Path, suite: str = "embedded") -> pipeline.Context:
@@ -211,13 +221,17 @@ def _context(repo: Path, cache: Path, suite: str = "embedded") -> pipeline.Conte
         "dev", "dev", (), {"embedded": "configs/dev", "upstream": "configs/dev-upstream"},
         variants={"compile": {"embedded": "configs/dev-compile"}}, source=Path("devices/dev.yaml"),
     )  # fmt: skip
-    config = CIConfig("dev", (), ("2.13.0", "2.14.1"), suite, variants=("compile",))
+    config = CIConfig("dev", ("2.13.0", "2.14.1"), suite, variants=("compile",))
     return pipeline.Context(repo, cache, config, profile)
 
 
 def test_a_variant_runs_the_same_suite_with_its_own_config_folder(repo: Path, tmp_path: Path) -> None:
     ctx = _context(repo, tmp_path / "cache")
-    plain, variant = (c for c in combinations.plan(ctx.config, repo, ctx.cache) if c.name.startswith("primary"))
+    plain, variant = (
+        c
+        for c in combinations.plan(ctx.config, ctx.profile.origin, repo, repo, ctx.cache)
+        if c.name.startswith("primary")
+    )
     suites = [pipeline.suite_for(ctx, c, Path(sys.executable)) for c in (plain, variant)]
     assert [s.configs for s in suites] == [repo / "configs/dev", repo / "configs/dev-compile"]
     assert suites[0].torch_root == suites[1].torch_root
@@ -256,7 +270,7 @@ def test_a_build_failure_is_blamed_only_on_a_probe_that_ran(
     """Without a probe build against the oldest core (it is this combination's own, the backend excludes it, or
     the probe cannot be set up) nobody is blamed, and the basis says why."""
     ctx = _context(repo, tmp_path / "cache")
-    plan = {c.name: c for c in combinations.plan(ctx.config, repo, ctx.cache)}
+    plan = {c.name: c for c in combinations.plan(ctx.config, ctx.profile.origin, repo, repo, ctx.cache)}
     oldest, newest = plan["core@2.13.0"], plan["primary"]
     assert pipeline.attribute_build_failure(ctx, repo, oldest) == (
         "",

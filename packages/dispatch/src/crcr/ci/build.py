@@ -12,6 +12,7 @@ uv runs with `--no-config`: a worktree's `[tool.uv]` settings (its find-links fo
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -51,11 +52,29 @@ class BuildError(Exception):
 @dataclass(frozen=True)
 class Member:
     directory: Path
-    distribution: str
+    distribution: str  # "" for a setup.py package that does not say it statically: its wheel's name tells
     build_requires: tuple[str, ...]
+    dependencies: tuple[str, ...] = ()  # normalised names of what it requires
 
 
-def _requirement_name(requirement: str) -> str:
+@dataclass(frozen=True)
+class Recipe:
+    """How one backend checkout builds: a uv workspace's members (`only` those named and what they need, when
+    given) or the checkout's root as one package; native wheels are valid for one torch, others for any; the
+    distributions the build must yield (empty: whatever it yields)."""
+
+    kind: str = "workspace"
+    native: bool = True
+    only: tuple[str, ...] = ()
+    distributions: tuple[str, ...] = ()
+
+    def describe(self) -> dict:
+        """What besides the sources decides the wheels, for the build's key ("" for the plain workspace build)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v != getattr(Recipe(), k)}
+
+
+def requirement_name(requirement: str) -> str:
+    """The normalised distribution name a requirement names ("" when it names none)."""
     match = _NAME.match(requirement)
     return normalize_name(match.group(1)) if match else ""
 
@@ -67,8 +86,24 @@ def _toml(path: Path) -> dict:
         raise BuildError(f"cannot read {path}: {exc}") from exc
 
 
-def members(worktree: Path) -> list[Member]:
-    """The worktree's own workspace members, in its pyproject's order (globs expanded, `exclude` honoured)."""
+def _member(directory: Path, config: dict, required: bool) -> Member:
+    project = config.get("project", {})
+    name = project.get("name", "")
+    if required and not name:
+        raise BuildError(f"{directory / 'pyproject.toml'} has no [project] name")
+    requires = config.get("build-system", {}).get("requires", ["setuptools", "wheel"])
+    dependencies = tuple(filter(None, (requirement_name(r) for r in project.get("dependencies", []))))
+    return Member(directory, name, tuple(requires), dependencies)
+
+
+def members(worktree: Path, recipe: Recipe = Recipe()) -> list[Member]:
+    """What a checkout builds: its root as one package, or its own workspace members in its pyproject's order
+    (globs expanded, `exclude` honoured), `only` the named ones and the members they depend on."""
+    if recipe.kind == "package":
+        if not (worktree / "pyproject.toml").is_file() and not (worktree / "setup.py").is_file():
+            raise BuildError(f"{worktree} has neither pyproject.toml nor setup.py: not a package to build")
+        pyproject = worktree / "pyproject.toml"
+        return [_member(worktree, _toml(pyproject) if pyproject.is_file() else {}, False)]
     workspace = _toml(worktree / "pyproject.toml").get("tool", {}).get("uv", {}).get("workspace", {})
     if not workspace.get("members"):
         raise BuildError(f"{worktree / 'pyproject.toml'} lists no [tool.uv.workspace] members")
@@ -80,15 +115,31 @@ def members(worktree: Path) -> list[Member]:
         for directory in sorted(Path(p) for p in glob.glob(str(worktree / pattern))):
             if directory.resolve() in excluded or not (directory / "pyproject.toml").is_file():
                 continue
-            config = _toml(directory / "pyproject.toml")
-            name = config.get("project", {}).get("name")
-            if not name:
-                raise BuildError(f"{directory / 'pyproject.toml'} has no [project] name")
-            requires = config.get("build-system", {}).get("requires", ["setuptools"])
-            found.append(Member(directory, name, tuple(requires)))
+            found.append(_member(directory, _toml(directory / "pyproject.toml"), True))
     if not found:
         raise BuildError(f"no workspace member of {worktree} has a pyproject.toml")
-    return found
+    return _closure(found, recipe.only) if recipe.only else found
+
+
+def _closure(found: list[Member], only: Sequence[str]) -> list[Member]:
+    """The named members and every member they depend on, in workspace order."""
+    by_name = {normalize_name(m.distribution): m for m in found}
+    wanted: set[str] = set()
+    pending = [normalize_name(name) for name in only]
+    while pending:
+        name = pending.pop()
+        if name in by_name and name not in wanted:
+            wanted.add(name)
+            pending.extend(by_name[name].dependencies)
+    return [m for m in found if normalize_name(m.distribution) in wanted]
+
+
+def workspace_members(worktree: Path) -> set[str]:
+    """The normalised names of a checkout's workspace members (none when it is no uv workspace)."""
+    try:
+        return {normalize_name(m.distribution) for m in members(worktree)}
+    except BuildError:
+        return set()
 
 
 def first_error(log: str) -> str:
@@ -113,23 +164,28 @@ def _git_sha(worktree: Path) -> str:
     return result.stdout.strip()
 
 
-def source_key(worktree: Path, rev: str = "HEAD") -> str:
-    """What goes into the wheels: git's tree of `packages/` and the workspace's pyproject at this commit. Commits
-    that change neither (docs, configs, top-level tests) share one build."""
+def source_key(worktree: Path, rev: str = "HEAD", recipe: Recipe = Recipe()) -> str:
+    """What goes into the wheels: for a workspace, git's tree of `packages/` and the workspace's pyproject at this
+    commit (commits that change neither, docs, configs, top-level tests, share one build); for a package, the
+    commit's whole tree; and how it is built."""
+    specs = (f"{rev}:packages", f"{rev}:pyproject.toml") if recipe.kind == "workspace" else (f"{rev}^{{tree}}",)
     parts = []
-    for spec in (f"{rev}:packages", f"{rev}:pyproject.toml"):
+    for spec in specs:
         result = subprocess.run(["git", "-C", str(worktree), "rev-parse", spec], capture_output=True, text=True)
         parts.append(result.stdout.strip() if result.returncode == 0 else "")
+    if recipe.describe():
+        parts.append(json.dumps(recipe.describe(), sort_keys=True))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def _cached(out: Path, torch_sha: str) -> BuildResult | None:
-    """The recorded result, if it is for this torch and every wheel it names still has its recorded hash."""
+    """The recorded result, if it is for this torch ("" for wheels that are not native: any torch) and every wheel
+    it names still has its recorded hash."""
     try:
         manifest = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
-    if manifest.get("torch", {}).get("sha256") != torch_sha:
+    if torch_sha and manifest.get("torch", {}).get("sha256") != torch_sha:
         return None
     log = str(out / "build.log")
     if not manifest.get("ok"):
@@ -146,15 +202,18 @@ def _cached(out: Path, torch_sha: str) -> BuildResult | None:
 
 
 def output_folder(cache: Path, key: str, torch_sha: str) -> Path:
-    """Where the build of one source key against one torch wheel lives."""
-    return cache / "builds" / f"{key[:12]}-{torch_sha[:12]}"
+    """Where the build of one source key against one torch wheel ("" for any torch) lives."""
+    return cache / "builds" / f"{key[:12]}-{torch_sha[:12] or 'any'}"
 
 
-def recorded(repo: Path, sha: str, torch_sha: str, cache: Path) -> tuple[Path, BuildResult | None]:
+def recorded(
+    repo: Path, sha: str, torch_sha: str, cache: Path, recipe: Recipe = Recipe()
+) -> tuple[Path, BuildResult | None]:
     """The build folder of a commit against a torch wheel and its recorded result, if any; nothing is built (a dry
     run asks this)."""
-    out = output_folder(cache, source_key(repo, sha), torch_sha)
-    return out, _cached(out, torch_sha)
+    torch_key = torch_sha if recipe.native else ""
+    out = output_folder(cache, source_key(repo, sha, recipe), torch_key)
+    return out, _cached(out, torch_key)
 
 
 def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path, excludes: Sequence[str] = ()) -> Path:
@@ -163,7 +222,7 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path, ex
     returns its python."""
     torch_sha = wheel_sha256(torch_wheel)
     path = cache / "buildenvs" / torch_sha[:12]
-    wanted = sorted({*ALWAYS, *(r for r in requires if _requirement_name(r) != "torch")})
+    wanted = sorted({*ALWAYS, *(r for r in requires if requirement_name(r) != "torch")})
     record = {"torch": torch_sha, "requires": wanted, **({"excludes": sorted(excludes)} if excludes else {})}
     with locked(cache / "buildenvs" / f".{torch_sha[:12]}.lock"):
         python = python_of(path)
@@ -211,26 +270,29 @@ def build_backend(
     log: Callable[[str], None] = lambda _: None,
     force: bool = False,
     excludes: Sequence[str] = (),
+    recipe: Recipe = Recipe(),
 ) -> BuildResult:
-    """Build every workspace member of `worktree` against `torch_wheel`, once; later calls return the recorded
-    result (`cached=True`) after checking the wheels' hashes. `log` gets one line per step; the tools' output goes
-    to `build.log` in the output folder. The build venv leaves out the `excludes` (the device profile's)."""
+    """Build what `worktree` holds (the `recipe` says what and how) against `torch_wheel`, once; later calls return
+    the recorded result (`cached=True`) after checking the wheels' hashes. `log` gets one line per step; the tools'
+    output goes to `build.log` in the output folder. The build venv leaves out the `excludes` (the device
+    profile's)."""
     if not worktree.is_dir():
         raise BuildError(f"worktree not found: {worktree}")
     if not torch_wheel.is_file():
         raise BuildError(f"torch wheel not found: {torch_wheel}")
-    wanted = members(worktree)
+    wanted = members(worktree, recipe)
     sha = _git_sha(worktree)
     torch_sha = wheel_sha256(torch_wheel)
-    out = output_folder(cache, source_key(worktree), torch_sha)
+    torch_key = torch_sha if recipe.native else ""
+    out = output_folder(cache, source_key(worktree, recipe=recipe), torch_key)
     with locked(cache / "builds" / f".{out.name}.lock"):
-        if not force and (found := _cached(out, torch_sha)) is not None:
+        if not force and (found := _cached(out, torch_key)) is not None:
             mark_used(out)
             log(f"build {out.name}: cached ({'ok' if found.ok else 'failed: ' + found.first_error})")
             return found
         # members build in place (setuptools' build/ folders): one build per worktree at a time, whatever the torch
         with locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
-            return _build(wanted, worktree, sha, torch_wheel, torch_sha, out, cache, log, excludes)
+            return _build(wanted, worktree, sha, torch_wheel, out, cache, log, excludes, recipe)
 
 
 def _build(
@@ -238,11 +300,11 @@ def _build(
     worktree: Path,
     sha: str,
     torch_wheel: Path,
-    torch_sha: str,
     out: Path,
     cache: Path,
     log: Callable[[str], None],
     excludes: Sequence[str],
+    recipe: Recipe,
 ) -> BuildResult:
     """Build the members into a scratch folder; only a complete set of wheels is moved into `out`."""
     if out.exists():
@@ -252,11 +314,23 @@ def _build(
     scratch = out / ".scratch"
     scratch.mkdir()
     started = time.monotonic()
+    torch_sha = wheel_sha256(torch_wheel)
     manifest = {
         "backend_sha": sha,
         "torch": {"version": wheel_version(torch_wheel), "sha256": torch_sha, "wheel": torch_wheel.name},
+        "native": recipe.native,
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+    def failed(label: str, error: str) -> BuildResult:
+        shutil.rmtree(scratch)  # no half-built wheels
+        manifest.update(ok=False, failed=label, first_error=error, wheels={})
+        manifest["compile_error"] = bool(_COMPILER_ERROR.search(error))
+        manifest["seconds"] = round(time.monotonic() - started, 1)
+        _write_manifest(out, manifest)
+        log(f"build {out.name}: {label} failed: {error}")
+        return BuildResult(ok=False, first_error=error, log=str(logfile))
+
     log(f"build {out.name}: build venv for torch {wheel_version(torch_wheel)}")
     try:
         python = build_env(torch_wheel, [r for m in wanted for r in m.build_requires], cache, logfile, excludes)
@@ -272,30 +346,28 @@ def _build(
     wheels: dict[str, dict[str, str]] = {}
     for member in wanted:
         begun = time.monotonic()
-        log(f"build {out.name}: {member.distribution}")
+        label = member.distribution or worktree.name
+        log(f"build {out.name}: {label}")
         command = uv(cache, "build", "--wheel", "--no-build-isolation", "--python", str(python))
         command += ["--out-dir", str(scratch), str(member.directory)]
         _clean(worktree, member.directory)
         before = set(scratch.glob("*.whl"))
         with logfile.open("a") as handle:
-            handle.write(f"\n=== {member.distribution} ({member.directory.relative_to(worktree)})\n")
+            handle.write(f"\n=== {label} ({member.directory.relative_to(worktree)})\n")
             handle.write("$ " + " ".join(command) + "\n")
             handle.flush()
             result = subprocess.run(command, cwd=worktree, stdout=handle, stderr=subprocess.STDOUT, env=environ)
-            handle.write(f"=== {member.distribution}: exit {result.returncode} in {time.monotonic() - begun:.1f}s\n")
+            handle.write(f"=== {label}: exit {result.returncode} in {time.monotonic() - begun:.1f}s\n")
         new = sorted(set(scratch.glob("*.whl")) - before)
         if result.returncode != 0 or len(new) != 1:
             text = logfile.read_text(errors="replace")
-            section = text[text.rfind(f"\n=== {member.distribution} (") :]
-            error = first_error(section) if result.returncode != 0 else f"{member.distribution}: no single wheel"
-            shutil.rmtree(scratch)  # no half-built wheels
-            manifest.update(ok=False, failed=member.distribution, first_error=error, wheels={})
-            manifest["compile_error"] = bool(_COMPILER_ERROR.search(error))
-            manifest["seconds"] = round(time.monotonic() - started, 1)
-            _write_manifest(out, manifest)
-            log(f"build {out.name}: {member.distribution} failed: {error}")
-            return BuildResult(ok=False, first_error=error, log=str(logfile))
-        wheels[member.distribution] = {"file": new[0].name, "sha256": file_sha256(new[0])}
+            section = text[text.rfind(f"\n=== {label} (") :]
+            return failed(label, first_error(section) if result.returncode != 0 else f"{label}: no single wheel")
+        wheels[member.distribution or new[0].name.split("-")[0]] = {"file": new[0].name, "sha256": file_sha256(new[0])}
+    missing = sorted({normalize_name(d) for d in recipe.distributions} - {normalize_name(d) for d in wheels})
+    if missing:
+        made = ", ".join(sorted(wheels)) or "nothing"
+        return failed(worktree.name, f"the build made {made}, not the profile's {', '.join(missing)}")
     for entry in wheels.values():
         (scratch / entry["file"]).replace(out / entry["file"])
     shutil.rmtree(scratch)

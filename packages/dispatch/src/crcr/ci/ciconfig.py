@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from crcr.ci import cores, coresource
+from crcr.ci.backendsource import BUILD_KINDS, BackendSource
 from crcr.ci.classify import DevicePatterns
 from crcr.ci.coresource import CoreSource
 from crcr.configfile import ConfigError, Fields, located, read_mapping
@@ -37,6 +38,7 @@ class DeviceProfile:
     environment: tuple[str, ...] = ()  # host variables (names or shell patterns) the shards get besides the base set
     failures: DevicePatterns = field(default_factory=DevicePatterns)  # the device's transient errors and refusals
     excludes: tuple[str, ...] = ()  # torch's dependencies the device never loads: its builds and tests go without
+    origin: BackendSource = field(default_factory=BackendSource)  # `source`: where the backend comes from, its build
     source: Path = field(default=Path("configs/devices/NAME.yaml"), compare=False)
 
     def config_folder(self, kind: str, variant: str = "") -> str:
@@ -55,7 +57,6 @@ class DeviceProfile:
 @dataclass(frozen=True)
 class CIConfig:
     device: str
-    backend_refs: tuple[str, ...]  # older backend refs for the backend-version matrix (HEAD is always the latest)
     cores: tuple[str, ...]  # core names (a release's is its version), oldest first; the last is the latest
     suite: str  # "embedded", or a path to a PyTorch checkout's root (holding test/)
     shards: int = 2  # how many shards, unless shard_cap is set
@@ -96,7 +97,8 @@ def load_ci_config(path: Path) -> CIConfig:
 
 def _load_ci_config(path: Path) -> CIConfig:
     top = Fields(path, read_mapping(path), _CI_FIELDS)
-    backend = Fields(path, top.mapping("backend"), {"refs"}, "backend.")
+    if "backend" in top.data:  # the refs are one backend's history, and one ci.yaml serves every device
+        raise top.fail("backend", "older backend refs are the device profile's: give them as source.refs there")
     core = Fields(path, top.mapping("core"), {"versions"}, "core.")
     suite = Fields(path, top.mapping("suite"), {"root"}, "suite.")
     shards = Fields(
@@ -120,7 +122,6 @@ def _load_ci_config(path: Path) -> CIConfig:
             raise CIConfigError(f"{path}: variants[{index}]: {name!r} is listed twice")
     return CIConfig(
         device=top.text("device"),
-        backend_refs=backend.texts("refs"),
         cores=cores,
         suite=suite.text("root", "embedded"),
         shards=int(shards.number("count", 2, integer=True)),
@@ -220,7 +221,9 @@ def split_variants(config: CIConfig, profile: DeviceProfile) -> tuple[tuple[str,
 
 _PROFILE_FIELDS = {
     "device", "requirements", "configs", "backend", "pythonpath", "variants", "environment", "failures", "excludes",
+    "source",
 }  # fmt: skip
+_ORIGIN_FIELDS = {"repo", "ref", "refs", "build", "distributions", "native"}
 #: A distribution name (PEP 508), which is all `excludes` takes: a version or marker there would exclude nothing.
 DISTRIBUTION_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
@@ -272,7 +275,30 @@ def _load_profile(path: Path, name: str) -> DeviceProfile:
         environment=environment,
         failures=DevicePatterns(**patterns),
         excludes=excludes,
+        origin=_origin(Fields(path, top.mapping("source"), _ORIGIN_FIELDS, "source.")),
         source=path,
+    )
+
+
+def _origin(source: Fields) -> BackendSource:
+    """`source`: where the backend's repository is and how it builds; absent, this repository's own workspace."""
+    build = source.text("build", "workspace")
+    if build not in BUILD_KINDS:
+        raise source.fail("build", f"{build!r} is not one of {', '.join(BUILD_KINDS)}")
+    native = source.data.get("native", True)
+    if not isinstance(native, bool):
+        raise source.fail("native", "expected true or false")
+    distributions = source.texts("distributions")
+    for index, name in enumerate(distributions):
+        if not DISTRIBUTION_NAME.match(name):
+            raise source.fail(f"distributions[{index}]", f"{name!r} is not a distribution name")
+    return BackendSource(
+        repo=source.text("repo") if "repo" in source.data else "",
+        ref=source.text("ref", "HEAD"),
+        refs=source.texts("refs"),
+        build=build,
+        distributions=distributions,
+        native=native,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crcr.ci import cores, worktrees
+from crcr.ci.backendsource import BackendSource
 from crcr.ci.ciconfig import CIConfig
 from crcr.ci.digest import tree_sha256
 from crcr.ci.model import Candidate, Combination
@@ -56,23 +57,26 @@ def suite(root: str, repo: Path, backend_sha: str, at: str = "") -> Candidate:
 
 def plan(
     config: CIConfig,
+    origin: BackendSource,
+    backend_repo: Path,
     repo: Path,
     cache: Path,
-    head: str = "HEAD",
     core_of: Callable[[str, Path], Candidate] = core,
     suite_at: str = "",
 ) -> list[Combination]:
     """Every combination of the run, the primary first and the variants' last; a combination appears once even if
-    two matrices hold it. `suite_at` is the dispatched commit a git suite checkout is taken at."""
-    latest_backend = backend(repo, head)
+    two matrices hold it. The backend's refs resolve in `backend_repo` (the device profile's `source`), the
+    embedded suite is this repository's (`repo`) at HEAD; `suite_at` is the dispatched commit a git suite checkout
+    is taken at."""
+    latest_backend = backend(backend_repo, origin.ref)
     latest_backend = Candidate("backend", "HEAD", latest_backend.version, latest_backend.sha)
     core_candidates = [core_of(v, cache) for v in config.cores]
     latest_core = core_candidates[-1]
-    latest_suite = suite(config.suite, repo, latest_backend.sha, suite_at)
+    latest_suite = suite(config.suite, repo, worktrees.resolve_ref(repo, "HEAD"), suite_at)
     found = [Combination("primary", "primary", latest_backend, latest_core, latest_suite)]
     if "backend" in config.matrices:
-        for ref in config.backend_refs:
-            old = backend(repo, ref)
+        for ref in origin.refs:
+            old = backend(backend_repo, ref)
             found.append(Combination(f"backend@{old.name}", "backend", old, latest_core, latest_suite))
     if "core" in config.matrices:
         for candidate in core_candidates[:-1]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from crcr import loop
-from crcr.ci import build, cores, dryrun, envs, history, legs, runner, worktrees
+from crcr.ci import backendsource, build, cores, dryrun, envs, history, legs, runner, worktrees
 from crcr.ci.ciconfig import ISOLATIONS, CIConfigError, load_ci_config, load_profile
 from crcr.ci.isolation import IsolationError
 from crcr.ci.model import RunRecord
@@ -22,7 +22,7 @@ from crcr.ci.reproduce import ReproduceError, reproduce
 #: Errors of the pipeline that are the user's input or machine, said in one line (exit 2), never a traceback.
 EXPECTED: tuple[type[Exception], ...] = (
     CIConfigError, ReproduceError, history.HistoryError, worktrees.WorktreeError, cores.CoreError, build.BuildError,
-    envs.EnvError, runner.RunnerError, IsolationError, legs.LegError, *loop.ERRORS,
+    envs.EnvError, runner.RunnerError, IsolationError, legs.LegError, backendsource.SourceError, *loop.ERRORS,
 )  # fmt: skip
 
 

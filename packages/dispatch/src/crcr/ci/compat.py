@@ -12,10 +12,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 
-def torch_range(checkout: Path) -> SpecifierSet:
-    """Every workspace member's `torch` requirement, intersected (empty: any torch)."""
+def torch_range(checkout: Path, kind: str = "workspace") -> SpecifierSet:
+    """Every workspace member's `torch` requirement, intersected, or the one package's (empty: any torch; a
+    setup.py says nothing before it runs)."""
     texts = []
-    for pyproject in sorted(checkout.glob("packages/*/pyproject.toml")):
+    pattern = "packages/*/pyproject.toml" if kind == "workspace" else "pyproject.toml"
+    for pyproject in sorted(checkout.glob(pattern)):
         try:
             texts.append(pyproject.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
@@ -23,8 +25,10 @@ def torch_range(checkout: Path) -> SpecifierSet:
     return _intersection(texts)
 
 
-def torch_range_at(repo: Path, sha: str) -> SpecifierSet:
+def torch_range_at(repo: Path, sha: str, kind: str = "workspace") -> SpecifierSet:
     """`torch_range` of a commit read from git's objects, with no checkout (a dry run)."""
+    if kind != "workspace":
+        return _intersection([_git(repo, "show", f"{sha}:pyproject.toml")])
     listed = _git(repo, "ls-tree", "--name-only", f"{sha}:packages")
     texts = [_git(repo, "show", f"{sha}:packages/{name}/pyproject.toml") for name in listed.splitlines() if name]
     return _intersection(texts)
@@ -52,9 +56,9 @@ def _intersection(pyprojects: list[str]) -> SpecifierSet:
     return found
 
 
-def admits(checkout: Path, torch_version: str) -> tuple[bool, str]:
+def admits(checkout: Path, torch_version: str, kind: str = "workspace") -> tuple[bool, str]:
     """Whether the checkout's declared range holds this torch version, and the range as text."""
-    return holds(torch_range(checkout), torch_version)
+    return holds(torch_range(checkout, kind), torch_version)
 
 
 def holds(declared: SpecifierSet, torch_version: str) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from crcr.ci import build, combinations, compat, cores, envs, reuse
+from crcr.ci import backendbuild, combinations, compat, cores, envs, reuse
 from crcr.ci.ciconfig import split_variants
 from crcr.ci.model import BuildResult, Candidate, Combination
 from crcr.ci.pipeline import Context, combination_inputs, home_of, limits_of, planning_of
@@ -27,7 +27,9 @@ def describe(ctx: Context) -> Iterator[str]:
     for name in skipped:
         yield f"variant {name}: not declared by device profile {ctx.profile.name}; skipped"
     config = dataclasses.replace(ctx.config, variants=variants)
-    planned = combinations.plan(config, ctx.repo, ctx.cache, core_of=combinations.core_unfetched)
+    planned = combinations.plan(
+        config, ctx.profile.origin, ctx.backend_repo, ctx.repo, ctx.cache, core_of=combinations.core_unfetched
+    )
     planned = [c for c in planned if not ctx.only or c.name in ctx.only]
     yield f"device {ctx.profile.name}; {len(planned)} combination(s); cache {ctx.cache}"
     yield "candidates:"
@@ -58,7 +60,8 @@ def _candidates(planned: list[Combination]) -> list[Candidate]:
 
 def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
     core = combination.core.version or combination.core.name
-    fits, declared = compat.holds(compat.torch_range_at(ctx.repo, combination.backend.sha), core)
+    kind = ctx.profile.origin.build
+    fits, declared = compat.holds(compat.torch_range_at(ctx.backend_repo, combination.backend.sha, kind), core)
     if not fits:
         yield f"incompatible: the backend declares torch {declared}; this core is {combination.core.name}"
         return
@@ -67,7 +70,9 @@ def _combination(ctx: Context, combination: Combination) -> Iterator[str]:
         yield f"build: would build {combination.backend.sha[:12]} against torch {core} (not fetched yet)"
         yield _after_collection(ctx)
         return
-    out, found = build.recorded(ctx.repo, combination.backend.sha, combination.core.sha, ctx.cache)
+    out, found = backendbuild.recorded(
+        ctx.profile, ctx.repo, ctx.backend_repo, combination.backend.sha, combination.core.sha, ctx.cache
+    )
     if found is None:
         yield f"build: would build into {out}"
         yield _after_collection(ctx)

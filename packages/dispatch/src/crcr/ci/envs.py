@@ -224,7 +224,7 @@ def environment(
         log = root / f"{key[:16]}.log"
         log.write_text("")
         python = venv(path, cache, log)
-        built = [Path(p).parent for p in build.wheels.values()][:1]
+        built = list(dict.fromkeys(Path(p).parent for p in build.wheels.values()))  # a backend's and the CI's own
         wanted = [str(torch_wheel), *requirements(build, extras)]
         constraint = ["--constraint", str(pins)] if pins is not None else []
         install(python, [*constraint, *wanted], cache, [torch_wheel.parent, *built], log, True, excludes)
@@ -234,12 +234,15 @@ def environment(
 
 
 def _built_against(build: BuildResult) -> str:
-    """The torch sha256 the build's manifest (beside its log) records, or "" when there is none."""
+    """The torch sha256 the build's manifest (beside its log) records for native wheels, or "" when there is none
+    (no manifest, or wheels that are not native: they load with any torch)."""
     if not build.log:
         return ""
     try:
         manifest = json.loads((Path(build.log).parent / "manifest.json").read_text())
     except (OSError, ValueError):
+        return ""
+    if isinstance(manifest, dict) and manifest.get("native") is False:
         return ""
     torch = manifest.get("torch") if isinstance(manifest, dict) else None
     return str(torch.get("sha256", "")) if isinstance(torch, dict) else ""

@@ -217,14 +217,18 @@ def _planned(item: Prepared, index: int) -> float:
 
 
 def _carry_build(item: Prepared, out: Path) -> Prepared:
-    """Copy the build's folder (wheels, manifest, log) into `out` and point the build at it, relative to `out`."""
-    source = Path(item.build.log).parent
-    target = out / "builds" / source.name
-    if not target.exists():
-        shutil.copytree(source, target)
-    rel = target.relative_to(out)
-    wheels = {dist: str(rel / Path(path).name) for dist, path in item.build.wheels.items()}
-    build = BuildResult(True, wheels, dict(item.build.wheel_sha256), log=str(rel / Path(item.build.log).name))
+    """Copy the build's folders (wheels, manifest, log: the backend's, and this repository's packages it runs with
+    when they were built apart) into `out` and point the build at them, relative to `out`."""
+    folders = dict.fromkeys(Path(p).parent for p in (item.build.log, *item.build.wheels.values()))
+    for source in folders:
+        if not (out / "builds" / source.name).exists():
+            shutil.copytree(source, out / "builds" / source.name)
+
+    def moved(path: str) -> str:
+        return str(Path("builds") / Path(path).parent.name / Path(path).name)
+
+    wheels = {dist: moved(path) for dist, path in item.build.wheels.items()}
+    build = BuildResult(True, wheels, dict(item.build.wheel_sha256), log=moved(item.build.log))
     return Prepared(item.combination, build, item.modes, item.plan)
 
 

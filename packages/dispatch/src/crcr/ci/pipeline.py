@@ -26,6 +26,8 @@ from typing import Protocol, TypeVar
 from crcr.ci import (
     ancestry,
     attribution,
+    backendbuild,
+    backendsource,
     build,
     combinations,
     compat,
@@ -95,6 +97,12 @@ class Context:
     #: The durations store is read by a plan (preparing ahead) while a finished combination writes it, through the
     #: testreuse of its own environment: an older backend ref's may not replace the file whole.
     durations_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @functools.cached_property
+    def backend_repo(self) -> Path:
+        """Where the backend's refs resolve: this repository, or the cache's mirror of the vendor's (fetched once
+        a run)."""
+        return backendsource.repository(self.profile.origin, self.repo, self.cache)
 
     @property
     def history(self) -> Path:
@@ -217,8 +225,9 @@ def start(ctx: Context, trigger: Mapping[str, object]) -> tuple[RunRecord, Path,
         ctx.progress.note(f"variant {name}: not declared by device profile {ctx.profile.name}; skipped")
     config = dataclasses.replace(ctx.config, variants=variants)
     commit = str(trigger.get("sha") or ctx.commit)
+    core_of = functools.partial(_fetch_core, ctx, commit=commit)
     planned = combinations.plan(
-        config, ctx.repo, ctx.cache, core_of=lambda v, cache: _fetch_core(ctx, v, cache, commit), suite_at=commit
+        config, ctx.profile.origin, ctx.backend_repo, ctx.repo, ctx.cache, core_of=core_of, suite_at=commit
     )
     if ctx.only:
         planned = [c for c in planned if c.name in ctx.only]
@@ -352,15 +361,15 @@ def prepare(ctx: Context, combination: Combination, workdir: Path) -> Prepared |
     name = combination.name
     workdir.mkdir(parents=True, exist_ok=True)
     ctx.progress.phase(name, "checking out")
-    checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
-    fits, declared = compat.admits(checkout, combination.core.version)
+    checkout = worktrees.checkout(ctx.backend_repo, combination.backend.sha, ctx.cache)
+    fits, declared = compat.admits(checkout, combination.core.version, ctx.profile.origin.build)
     if not fits:
         reason = f"the backend declares torch {declared}; this core is {combination.core.version}"
         return CombinationResult(combination, "incompatible", reason=reason)
     wheel = core_wheel(ctx, combination.core)
     ctx.progress.phase(name, "building")
     say = functools.partial(ctx.progress.phase, name)
-    built = build.build_backend(checkout, wheel, ctx.cache, say, excludes=ctx.profile.excludes)
+    built = backendbuild.build_for(ctx.profile, ctx.repo, checkout, wheel, ctx.cache, say)
     if not built.ok:
         moved, basis = attribute_build_failure(ctx, checkout, combination)
         return CombinationResult(combination, "build_failed", built, reason=built.first_error, attributed_to=moved,
@@ -420,9 +429,9 @@ def home_of(ctx: Context, combination: Combination) -> Home:
     older ref (the backend matrix, a probe pinned back) runs from its own checkout with its own profile of this
     device, so it is tested with the configs and modules it shipped with, not HEAD's; a ref that has no profile of
     this device runs with this run's profile, from HEAD's folders."""
-    if combination.backend.sha == worktrees.resolve_ref(ctx.repo, "HEAD"):
+    if combination.backend.sha == backendsource.latest(ctx.profile.origin, ctx.backend_repo):
         return Home(ctx.repo, ctx.profile)
-    root = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
+    root = worktrees.checkout(ctx.backend_repo, combination.backend.sha, ctx.cache)
     if not (root / "configs" / "devices" / f"{ctx.profile.name}.yaml").is_file():
         return Home(ctx.repo, ctx.profile)
     return Home(root, load_profile(root / "configs", ctx.profile.name))
@@ -551,14 +560,14 @@ def attribute_build_failure(ctx: Context, checkout: Path, combination: Combinati
     oldest = ctx.config.cores[0]
     if oldest == combination.core.name:
         return "", f"unattributed: no older core to build against (torch {oldest} is this combination's own)"
-    fits, declared = compat.admits(checkout, oldest)
+    fits, declared = compat.admits(checkout, oldest, ctx.profile.origin.build)
     if not fits:
         return "", f"unattributed: the backend declares torch {declared}, so it cannot be built against {oldest}"
     ctx.progress.phase(combination.name, f"build failed; building against torch {oldest} to tell who moved")
     try:
         wheel = cores.torch_wheel(oldest, ctx.cache)
         say = functools.partial(ctx.progress.phase, combination.name)
-        probe = build.build_backend(checkout, wheel, ctx.cache, say, excludes=ctx.profile.excludes)
+        probe = backendbuild.build_for(ctx.profile, ctx.repo, checkout, wheel, ctx.cache, say)
     except COMBINATION_ERRORS as exc:  # the probe's own machine failed: no evidence either way
         return "", f"unattributed: the probe build against torch {oldest} could not run ({error_reason(exc)})"
     if probe.ok:
@@ -612,9 +621,9 @@ def attribute_failures(
 
 def built_suite(ctx: Context, combination: Combination) -> runner.Suite | None:
     """A combination's backend built against its core, in its environment; None when the build fails."""
-    checkout = worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)
+    checkout = worktrees.checkout(ctx.backend_repo, combination.backend.sha, ctx.cache)
     wheel = core_wheel(ctx, combination.core)
-    built = build.build_backend(checkout, wheel, ctx.cache, excludes=ctx.profile.excludes)
+    built = backendbuild.build_for(ctx.profile, ctx.repo, checkout, wheel, ctx.cache)
     return suite_of_build(ctx, combination, built) if built.ok else None
 
 

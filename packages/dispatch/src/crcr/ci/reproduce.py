@@ -70,7 +70,7 @@ def _again(
     python = envs.environment(
         result.build, torch, list(profile.requirements), cache, pins.requirements, profile.excludes
     )
-    ctx = Context(repo, cache, CIConfig(device, (), (combination.core.name,), combination.suite.name), profile)
+    ctx = Context(repo, cache, CIConfig(device, (combination.core.name,), combination.suite.name), profile)
     paths = _import_paths(ctx, combination, pins, say)
     limits = pins.inputs.get("limits", {})
     where = isolation.isolation(str(limits.get("isolation", "process")), str(limits.get("image", DEFAULT_IMAGE)))
@@ -97,7 +97,7 @@ def _import_paths(ctx: Context, combination: Combination, pins: Pins, say: Calla
     """The profile's backend import paths with the bytes the run had: in the repository or the backend commit's
     tree, whichever matches the recorded digest; said when neither does."""
     recorded = pins.inputs.get("import_paths", [])
-    homes = [ctx.repo, worktrees.checkout(ctx.repo, combination.backend.sha, ctx.cache)]
+    homes = [ctx.repo, worktrees.checkout(ctx.backend_repo, combination.backend.sha, ctx.cache)]
     paths = []
     for index, relative in enumerate(ctx.profile.pythonpath):
         digest = recorded[index] if index < len(recorded) else None
