@@ -157,8 +157,9 @@ def lint(session: nox.Session) -> None:
 def ci(session: nox.Session) -> None:
     """The downstream CI job (`crcr ci`): every combination of configs/ci.yaml built once in a git worktree, sharded,
     run on the device through testreuse, retried, classified, attributed, recorded and reported. Arguments go to
-    `crcr ci`, e.g. `nox -s ci -- --device fallbackdev` or `-- --only primary`. The driver itself is pure Python
-    and installed from source: the backend it tests is built by the pipeline, per ref and torch version."""
+    `crcr ci`, e.g. `nox -s ci -- --device NAME` (a profile in configs/devices) or `-- --only primary`. The driver
+    itself is pure Python and installed from source: the backend it tests is built by the pipeline, per ref and
+    torch version."""
     _crcr(session, "ci")
 
 

@@ -46,7 +46,7 @@ DAY = 86400.0
 DEFAULT_CONFIG = Path("configs/ci.yaml")
 #: Each kind of folder gc removes, and the names the pipeline gives its entries: nothing else is a candidate.
 KINDS = {
-    "builds": re.compile(r"[0-9a-f]{12}-[0-9a-f]{12}"),
+    "builds": re.compile(r"[0-9a-f]{12}-([0-9a-f]{12}|any)"),  # against one torch, or any (not native)
     "envs": re.compile(r"[0-9a-f]{16}"),
     "buildenvs": re.compile(r"[0-9a-f]{12}"),
     "worktrees": re.compile(r"[0-9a-f]{12}"),

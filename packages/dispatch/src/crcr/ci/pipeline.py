@@ -60,6 +60,9 @@ from crcr.ci.model import (
 )
 
 T = TypeVar("T")
+#: Inductor's compiled kernels for every combination: keyed by torch's own inputs, so shared safely, and reclaimed
+#: with the rest of the cache instead of filling the machine's temporary folder.
+INDUCTOR_CACHE = "inductor"
 
 
 class Progress(Protocol):
@@ -528,6 +531,8 @@ def suite_for(ctx: Context, combination: Combination, python: Path) -> runner.Su
     paths = home.pythonpath()
     env = {"PYTHONPATH": os.pathsep.join(map(str, paths))} if paths else {}
     where = isolation.isolation(ctx.config.isolation, ctx.config.image)
+    if where.name == "process":  # a compiled run's kernels, kept with the cache (a container keeps its own)
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(ctx.cache / INDUCTOR_CACHE)
     reads = (*paths, isolation.interpreter_prefix(python)) if where.name == "docker" else tuple(paths)
     profile = home.profile
     return runner.Suite(
