@@ -177,3 +177,29 @@ def test_list_fails_naming_an_upstream_file_that_cannot_import(tmp_path: Path, t
         "error: 1 upstream file(s) failed to collect: test/test_broken.py (cannot import upstream file "
         f"{torch_root / 'test' / 'test_broken.py'}: ModuleNotFoundError: No module named 'no_such_module_anywhere')"
     )
+
+
+def test_a_reasonless_xfail_warns_and_validate_strict_refuses_it(tmp_path: Path, capsys, torch_root: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_small.py\n      tests:\n"
+        "        - names: [TestSmall::test_plain]\n          mode: xfail\n"
+        "        - names: [TestSmall::test_fill]  # a trailing comment is a reason\n          mode: xfail_strict\n"
+    )
+    args = [str(config), "--torch-root", str(torch_root)]
+    assert main(["validate", *args]) == ExitCode.OK
+    captured = capsys.readouterr()
+    assert captured.out.startswith("ok: 1 config file(s)")
+    assert captured.err.splitlines() == [
+        f"warning: {config}:5:11: test_suite_config.files[0].tests[0]: mode xfail has no reason (no `reason:` or "
+        "comment): its cases record 'none given'"
+    ]
+    (line,) = errors_of(capsys, *args, "--strict")
+    assert line == (
+        f"{config}:5:11: test_suite_config.files[0].tests[0]: mode xfail needs a reason: a `reason:` or a comment "
+        "above the entry or on its lines"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "testreuse", "validate", *args, "--strict"], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (ExitCode.INVALID_CONFIG, "", f"error: {line}\n")

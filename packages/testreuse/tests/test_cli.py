@@ -114,6 +114,17 @@ def test_list_and_explain_on_the_embedded_tree(tmp_path: Path, cli_env: list[str
     assert digest(EMBEDDED) == before
 
 
+def test_explain_says_none_given_for_an_entry_without_a_reason(tmp_path: Path, cli_env: list[str]) -> None:
+    config = tmp_path / "device.yaml"
+    config.write_text(
+        "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_indexing.py\n      tests:\n"
+        "        - names: [TestIndexing::test_embedded_int_index_on_device_tensor]\n          mode: xfail\n"
+    )
+    explained = run_cli("explain", str(config), "TestIndexing::test_embedded_int_index_on_device_tensor", *cli_env)
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.splitlines()[2:5] == ["  mode: xfail", f"  rule: {config}:5:11", "  reason: none given"]
+
+
 def test_list_without_a_device_is_one_error_line(tmp_path: Path) -> None:
     config = tmp_path / "device.yaml"
     config.write_text(CONFIG)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from testreuse.errors import ConfigError
 from testreuse.loader import load_plan, read_config
-from testreuse.model import Mode
-from testreuse.validate import check_plan
+from testreuse.model import NONE_GIVEN, Mode
+from testreuse.rules import Case, decide
+from testreuse.validate import check_plan, missing_reasons, validate
 
 
 def problems_of(path: Path, root: Path) -> list[str]:
@@ -51,10 +52,6 @@ def test_duplicate_key_cites_both_lines(write, tmp_path: Path, torch_root: Path)
         (
             "global: {supported_dtypes: [{name: flaot32}]}",
             ":2:38: test_suite_config.global.supported_dtypes[0].name: 'flaot32' is not a torch dtype",
-        ),
-        (
-            "files: [{path: a, tests: [{names: [A::test_b], mode: skip}]}]",
-            ":2:29: test_suite_config.files[0].tests[0]: mode skip needs a reason",
         ),
         ("files: [{path: a, tests: [{names: ['(unclosed'], mode: mandatory_success}]}]", "is neither Class::test"),
         ("global: {capabilities: {command: a, file: b}}", "give exactly one of command or file"),
@@ -134,6 +131,42 @@ def test_a_globbed_entry_checks_names_against_every_file_it_matched(write, tmp_p
     plan = load_plan([cfg], torch_root)
     assert check_plan(plan) == []
     assert {p.order for f in plan.files.values() for p in f.rules} == {0, 1}
+
+
+def test_an_entry_without_a_reason_loads_and_its_cases_record_none_given(
+    write, tmp_path: Path, torch_root: Path
+) -> None:
+    cfg = write(
+        tmp_path / "c.yaml",
+        """
+        test_suite_config:
+          files:
+            - path: ${TORCH_ROOT}/test/test_small.py
+              tests:
+                - {names: [TestSmall::test_plain], mode: xfail}
+                - {names: [TestSmall::test_fill], mode: skip, reason: "  "}
+                - {names: [TestSmall::test_op]}
+        """,
+    )
+    plan = load_plan([cfg], torch_root)
+    (file_plan,) = plan.files.values()
+    reasons = [decide(plan, file_plan, Case("TestSmall", test)).reason for test in ("test_plain", "test_fill")]
+    assert reasons == [NONE_GIVEN, NONE_GIVEN] == ["none given"] * 2
+    assert decide(plan, file_plan, Case("TestSmall", "test_op", "add", ("float32",))).reason == "listed"
+    assert [str(p) for p in missing_reasons(plan)] == [
+        f"{cfg}:5:11: test_suite_config.files[0].tests[0]: mode xfail has no reason (no `reason:` or comment): its "
+        "cases record 'none given'",
+        f"{cfg}:6:11: test_suite_config.files[0].tests[1]: mode skip has no reason (no `reason:` or comment): its "
+        "cases record 'none given'",
+    ]
+    assert check_plan(plan) == []  # a warning, not a problem
+    with pytest.raises(ConfigError) as caught:
+        validate([cfg], torch_root, strict=True)
+    assert [str(p) for p in caught.value.problems] == [
+        f"{cfg}:{line}:11: test_suite_config.files[0].tests[{index}]: mode {mode} needs a reason: a `reason:` or a "
+        "comment above the entry or on its lines"
+        for line, index, mode in ((5, 0, "xfail"), (6, 1, "skip"))
+    ]
 
 
 def test_default_unlisted_mode_is_the_documented_one(write, tmp_path: Path, torch_root: Path) -> None:

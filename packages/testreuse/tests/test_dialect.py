@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
+from testreuse import comments
 from testreuse.errors import ConfigError
-from testreuse.loader import load_plan
+from testreuse.loader import load_plan, read_config
 from testreuse.rules import name_matches
+from testreuse.validate import missing_reasons
 
 BACKENDS = Path(__file__).resolve().parent / "backends"
 
@@ -128,11 +132,13 @@ test_suite_config:
               cpu_move: [{name: assertEqual}]
         # exact-device comparisons fail off the CPU; cpu_move is for test_compare_on_cpu only
         - names: [TestDialect::test_compare_exact_device]
-          mode: xfail_strict
+          mode: xfail_strict  # issue 1002
         - names: [test_tagged]
           tags: [model_1]
         - names: ["*Module*::test_forward"]
           mode: mandatory_success
+        - names: [TestModuleLike::test_backward]
+          mode: xfail
     - path: ${TORCH_DEVICE_ROOT}/test_device_own.py
       unlisted_test_mode: mandatory_success
   global:
@@ -173,6 +179,7 @@ def spyre(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: 
         return result, {json.loads(line)["nodeid"].rsplit("::", 1)[1]: json.loads(line) for line in lines}
 
     run.junit = pytester.path / "junit.xml"
+    run.config = config
     return run
 
 
@@ -201,12 +208,16 @@ def test_a_torch_spyre_config_runs_unchanged(spyre) -> None:
         "test_compare_exact_device_fallbackdev": "xfailed",  # not moved: the patch was this instance's only
         "test_tagged_fallbackdev": "passed",  # no mode: mandatory_success
         "test_forward_fallbackdev": "passed",  # glob *Module*::test_forward
-        "test_backward_fallbackdev": "deselected",  # unlisted
+        "test_backward_fallbackdev": "xpassed",  # xfail with no reason: accepted with a warning
         "test_own": "passed",  # ${TORCH_DEVICE_ROOT}
     }
     assert records["test_compare_exact_device_fallbackdev"]["reason"] == (
-        "exact-device comparisons fail off the CPU; cpu_move is for test_compare_on_cpu only"
-    )
+        "exact-device comparisons fail off the CPU; cpu_move is for test_compare_on_cpu only; issue 1002"
+    )  # the comment above the entry, then the one trailing its `mode:` line
+    assert records["test_backward_fallbackdev"]["reason"] == "none given"
+    line = next(i for i, text in enumerate(CONFIG.splitlines(), 1) if "TestModuleLike::test_backward" in text)
+    warning = f"spyre.yaml:{line}:11: test_suite_config.files[0].tests[10]: mode xfail has no reason"
+    assert len([text for text in result.outlines if warning in text]) == 1, result.outlines
     assert records["test_fill_fallbackdev_int64"]["reason"] == "force_xfail on dtype int64 (supported_dtypes)"
     line = next(i for i, text in enumerate(CONFIG.splitlines(), 1) if "mul, force_xfail" in text)
     column = CONFIG.splitlines()[line - 1].index("true") + 1
@@ -225,6 +236,17 @@ def test_tags_are_marks(spyre) -> None:
     result, records = spyre("-m", "model_1")
     assert [name for name, r in records.items() if r["outcome"] == "passed"] == ["test_tagged_fallbackdev"]
     assert result.parseoutcomes()["passed"] == 1
+
+
+def test_warnings_as_errors_make_a_reasonless_entry_a_usage_error(spyre) -> None:
+    result, records = spyre("-W", "error::pytest.PytestConfigWarning")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert records == {}
+    line = next(i for i, text in enumerate(CONFIG.splitlines(), 1) if "TestModuleLike::test_backward" in text)
+    assert [text for text in result.errlines if text.startswith("ERROR")] == [
+        f"ERROR: {spyre.config}:{line}:11: test_suite_config.files[0].tests[10]: mode xfail has no reason (no "
+        "`reason:` or comment): its cases record 'none given'"
+    ]
 
 
 def write_config(tmp_path: Path, body: str) -> Path:
@@ -261,8 +283,117 @@ def test_unsupported_fields_are_one_line_each(tmp_path: Path, edit: str, message
 def test_a_reason_comment_must_sit_directly_above_its_entry(tmp_path: Path) -> None:
     config = write_config(tmp_path, "      tests:\n        # a comment with a blank line after it\n\n"
                                     "        - names: [test_fill]\n          mode: xfail\n")  # fmt: skip
-    with pytest.raises(ConfigError, match="mode xfail needs a reason"):
-        load_plan([config], tmp_path)
+    plan = load_plan([config], tmp_path)
+    assert [placed.rule.reason for fp in plan.files.values() for placed in fp.rules] == [None]
+    (warning,) = missing_reasons(plan)
+    assert str(warning).startswith(f"{config}:7:11: test_suite_config.files[0].tests[0]: mode xfail has no reason")
+
+
+@pytest.fixture(params=["libyaml", "python"])
+def reasons_of(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Each entry's reason after loading `tests` (the entries, dedented) under one file entry; the token stream that
+    tells comments from text is libyaml's or PyYAML's own, as either may be installed."""
+    if request.param == "libyaml" and not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML without libyaml")
+    monkeypatch.setattr(comments, "_TOKENS", yaml.CSafeLoader if request.param == "libyaml" else yaml.SafeLoader)
+
+    def run(tests: str, after: str = "") -> list[str | None]:
+        """`tests` as the block under `tests:`, or a flow list on that line when it starts with `[`."""
+        config = tmp_path / "c.yaml"
+        if tests.startswith("["):
+            body = f" {tests}"
+        else:
+            body = "\n" + textwrap.indent(textwrap.dedent(tests).lstrip("\n"), " " * 8)
+        config.write_text(f"test_suite_config:\n  files:\n    - path: x.py\n      tests:{body}{after}")
+        return [rule.reason for rule in read_config(config)[0].test_suite_config.files[0].tests]
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("tests", "reason"),
+    [
+        ("- names: [TestFoo::test_bar]  # on the names line\n  mode: xfail\n", "on the names line"),
+        ("- names:  # on the bare names key\n    - TestFoo::test_bar\n  mode: xfail\n", "on the bare names key"),
+        (
+            "- names:\n    - TestFoo::test_baz   # issue 1002\n    - TestFoo::test_qux\n  mode: xfail\n",
+            "issue 1002",
+        ),
+        ("- names:\n    - TestFoo::test_baz\n    - TestFoo::test_qux  # last item\n  mode: xfail\n", "last item"),
+        (
+            "- names: [TestFoo::test_bar]\n  mode: xfail  # xfail: Could not run 'aten::scatter.src_out'\n",
+            "xfail: Could not run 'aten::scatter.src_out'",
+        ),
+        ("- names: [a]\n  mode: xfail\n  tags: [model_1]  # on another key\n", "on another key"),
+        ("- names: [a]\n  mode: xfail\n  only:\n    ops: [add]  # on a nested key\n", "on a nested key"),
+        (
+            "- names: [a]\n  mode: xfail\n  only: {ops: [add],\n         dtypes: [float32]}  # after the brace\n",
+            "after the brace",
+        ),
+        ("- {names: [a], mode: xfail}  # a flow entry\n", "a flow entry"),
+        ("- names: [a]  #   ##  hashes and spaces  \n  mode: xfail  #\n", "##  hashes and spaces"),
+        ("- names: [a]  # one\n  mode: xfail  # two\n  labels: [x]  # three\n", "one; two; three"),
+        ("- names: [a]  # a comment\n  mode: xfail\n  reason: the field wins\n", "the field wins"),
+        ("- names: [a]  # blank fields take comments\n  mode: xfail\n  reason: ''\n", "blank fields take comments"),
+    ],
+)
+def test_a_comment_trailing_any_line_of_an_entry_is_its_reason(reasons_of, tests: str, reason: str) -> None:
+    assert reasons_of(tests) == [reason]
+
+
+def test_comments_above_and_trailing_join_in_line_order(reasons_of) -> None:
+    tests = """
+        # fails on the device:
+        # scatter is missing
+        - names:
+            - TestFoo::test_baz   # issue 1002
+            - TestFoo::test_qux
+          mode: xfail  # xfail: Could not run 'aten::scatter.src_out'
+        """
+    assert reasons_of(tests) == [
+        "fails on the device: scatter is missing; issue 1002; xfail: Could not run 'aten::scatter.src_out'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tests", "reason"),
+    [
+        ('- names: ["test_a#b"]\n  mode: xfail\n', None),
+        ("- names: ['x # y']\n  mode: xfail  # real\n", "real"),
+        ("- names: [a]\n  mode: xfail\n  reason: 'x # y'\n", "x # y"),
+        ('- names: [a]\n  mode: xfail\n  reason: "x # y"  # not taken: the field wins\n', "x # y"),
+        ('- names: [a]\n  description: "d # e"  # real\n  mode: xfail\n', "real"),
+        ('- names: [a]\n  description: "one\n    # still text"  # real\n  mode: xfail\n', "real"),
+        ("- names: [a]\n  description: |\n    # text, not a comment\n    more\n  mode: xfail\n", None),
+        ("- names: [a]\n  description: >-\n    text # not a comment\n- names: [b]\n  mode: xfail\n", None),
+    ],
+)
+def test_a_hash_inside_a_scalar_is_no_comment(reasons_of, tests: str, reason: str | None) -> None:
+    assert reasons_of(tests)[0] == reason
+
+
+def test_comments_of_the_next_entry_or_key_are_not_taken(reasons_of) -> None:
+    tests = """
+        - names: [a]
+          mode: xfail
+        # above b
+        - names: [b]  # trailing b
+          mode: xfail
+        - names:
+            - c
+            # - d  (a name commented out, not a reason)
+          mode: xfail
+        - names: [e]
+          mode: xfail
+        """
+    after = "    - path: y.py  # the next file's\n      unlisted_test_mode: skip  # the next file's\n"
+    assert reasons_of(tests, after) == [None, "above b; trailing b", None, None]
+
+
+def test_a_line_two_flow_entries_share_gives_its_comment_to_the_later(reasons_of) -> None:
+    assert reasons_of("[{names: [a], mode: xfail}, {names: [b], mode: xfail}]  # b's\n") == [None, "b's"]
+    two_lines = "[{names: [a], mode: xfail},  # a's\n        {names: [b], mode: xfail}]  # b's\n"
+    assert reasons_of(two_lines) == ["a's", "b's"]
 
 
 def test_device_root_unset_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

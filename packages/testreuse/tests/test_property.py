@@ -6,14 +6,16 @@ The documents follow the config's shape closely enough to get past the model int
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from testreuse.cli import ExitCode, main
+from testreuse.loader import read_config
 
 KEYS = [
     "test_suite_config", "labels", "files", "path", "unlisted_test_mode", "tests", "names", "mode", "reason",
@@ -101,10 +103,31 @@ NESTED = st.integers(1, 400).flatmap(
 ALIASED = st.sampled_from([2, 3, 8]).map(
     lambda n: "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}' if i else 'x'] * n)}]\n" for i in range(n))
 )
+# Comment text as users write it: letters, digits, punctuation (quotes and `#` too), symbols and spaces.
+COMMENT = st.text(st.characters(categories=("L", "N", "P", "S"), include_characters=" "), max_size=12)
+
+
+def _commented(document: tuple[str, list[tuple[int, str]]]) -> str:
+    """Comments appended to some lines: a document as torch-spyre's users write them (a few stop being YAML)."""
+    text, comments = document
+    lines = text.split("\n")
+    for index, comment in comments:
+        lines[index % len(lines)] += f"  # {comment}"
+    return "\n".join(lines)
+
+
+COMMENTED = st.tuples(SHAPED, st.lists(st.tuples(st.integers(0, 99), COMMENT), max_size=4)).map(_commented)
 DOCUMENTS = st.one_of(
-    *[SHAPED] * 6, VALUES.map(yaml.safe_dump), NESTED, ALIASED, st.text(max_size=60),
+    *[SHAPED] * 4, *[COMMENTED] * 2, VALUES.map(yaml.safe_dump), NESTED, ALIASED, st.text(max_size=60),
     st.just("test_suite_config:\n  labels: &a [*a]\n"),
 )  # fmt: skip
+
+
+REASONLESS = (
+    "test_suite_config:\n  files:\n    - path: ${TORCH_ROOT}/test/test_small.py\n      tests:\n"
+    "        - names: [TestSmall::test_fill]  # 'a # quoted' \"hash\"\n          mode: skip\n"
+    "        - {names: [TestSmall::test_plain], mode: xfail}\n"
+)
 
 
 def test_generated_configs_give_one_line_errors_and_reach_the_tree_checks(
@@ -118,15 +141,21 @@ def test_generated_configs_give_one_line_errors_and_reach_the_tree_checks(
     config = tmp_path / "fuzz.yaml"
 
     @settings(max_examples=500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-    @given(text=DOCUMENTS)
-    def check(text: str) -> None:
+    @given(text=DOCUMENTS, strict=st.booleans())
+    @example(text=REASONLESS, strict=False)  # whether generation reaches a valid reasonless entry is chance
+    @example(text=REASONLESS, strict=True)
+    def check(text: str, strict: bool) -> None:
         config.write_text(text, encoding="utf-8")
-        code = main(["validate", str(config), "--torch-root", str(torch_root)])
+        code = main(["validate", str(config), "--torch-root", str(torch_root), *(["--strict"] if strict else [])])
         captured = capsys.readouterr()
         assert "Traceback" not in captured.err + captured.out
         if code == ExitCode.OK:
             assert captured.out.startswith("ok: ")
+            warnings = captured.err.splitlines()
+            assert not (strict and warnings)
+            assert all(line.startswith(f"warning: {config}:") and "has no reason" in line for line in warnings)
             seen["ok"] += 1
+            seen["no reason, warned"] += bool(warnings)
             return
         assert code == ExitCode.INVALID_CONFIG
         lines = captured.err.splitlines()
@@ -138,6 +167,67 @@ def test_generated_configs_give_one_line_errors_and_reach_the_tree_checks(
         seen["catalog names"] += "is not in op_db" in text_of_errors or "is not in module_db" in text_of_errors
         seen["nesting"] += "nesting" in text_of_errors
         seen["aliases"] += "alias" in text_of_errors
+        seen["no reason, refused"] += strict and "needs a reason" in text_of_errors
 
     check()
-    assert all(seen[kind] for kind in ("ok", "upstream names", "catalog names", "nesting", "aliases")), seen
+    kinds = ("ok", "upstream names", "catalog names", "nesting", "aliases", "no reason, warned", "no reason, refused")
+    assert all(seen[kind] for kind in kinds), seen
+
+
+NAMES_WRITTEN = st.lists(
+    st.sampled_from(["TestFoo::test_bar", "test_a#b", "x # y", "TestFoo::test_[ab]#", "it's", "a: b"]),
+    min_size=1,
+    max_size=3,
+)
+TRAILING = st.one_of(st.none(), COMMENT)  # one line's trailing comment, or none
+
+
+@st.composite
+def commented_entry(draw: st.DrawFn) -> tuple[list[str], str | None]:
+    """One `tests` entry's lines (8 columns in), with comments above it and on its lines as users scatter them, and
+    the reason it must get: the block above joined with spaces, then each trailing comment, joined with "; "."""
+    above = [f"# {text}" for text in draw(st.lists(COMMENT, max_size=2))]
+    names = draw(NAMES_WRITTEN)
+    quoted = [json.dumps(name) for name in names]
+    if draw(st.booleans()):
+        body = [f"- names: [{', '.join(quoted)}]"]
+    else:
+        body = ["- names:", *[f"    - {name}" for name in quoted]]
+    body.append(f"  mode: {draw(st.sampled_from(['xfail', 'xfail_strict', 'skip']))}")
+    optional = [
+        f"  description: {json.dumps(draw(st.sampled_from(['d # e', '#', 'plain'])))}",
+        "  tags: [model_1]",
+        "  only:\n    ops: [add]",
+    ]
+    body += [field for field in optional if draw(st.booleans())]
+    lines = [line for chunk in body for line in chunk.split("\n")]
+    trailing = [draw(TRAILING) for _ in lines]
+    written = draw(st.sampled_from([None, None, None, "written"]))
+    if written:
+        lines.append(f"  reason: {written}")
+        trailing.append(draw(TRAILING))
+    text = [
+        line + (f"  # {comment}" if comment is not None else "") for line, comment in zip(lines, trailing, strict=True)
+    ]
+    parts = [" ".join(t for t in (line.removeprefix("#").strip() for line in above) if t)]
+    parts += [comment.strip() for comment in trailing if comment is not None]
+    expected = written or "; ".join(part for part in parts if part) or None
+    return [*above, *text], expected
+
+
+def test_every_entry_takes_the_comments_above_it_and_on_its_own_lines(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+
+    @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(entries=st.lists(commented_entry(), min_size=1, max_size=4), blank=st.booleans())
+    def check(entries: list[tuple[list[str], str | None]], blank: bool) -> None:
+        separator = ["        "] if blank else []
+        lines = [line for written, _ in entries for line in [*separator, *(f"        {text}" for text in written)]]
+        after = ["    - path: y.py  # the next file's", "      unlisted_test_mode: skip  # the next file's"]
+        head = ["test_suite_config:", "  files:", "    - path: x.py", "      tests:"]
+        config.write_text("\n".join([*head, *lines, *after]) + "\n", encoding="utf-8")
+        rules = read_config(config)[0].test_suite_config.files[0].tests
+        assert [rule.reason for rule in rules] == [expected for _, expected in entries]
+        assert [rule.lacks_reason for rule in rules] == [expected is None for _, expected in entries]
+
+    check()

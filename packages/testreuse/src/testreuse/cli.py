@@ -23,7 +23,7 @@ from testreuse.schema import config_schema_text
 from testreuse.triage.proposal import apply, propose
 from testreuse.triage.records import read_records
 from testreuse.triage.report import case_rows, summary_lines, unified_diff
-from testreuse.validate import ignored_export_ops, validate
+from testreuse.validate import ignored_export_ops, missing_reasons, validate
 
 
 class ExitCode(enum.IntEnum):
@@ -63,7 +63,9 @@ def _validate(args: argparse.Namespace) -> int:
             return ExitCode.INVALID_CONFIG
         for record in records:
             collected[torch_root / record["file"]].add(record["generic"])
-    plan = validate(args.paths, torch_root, run_commands=args.run_capabilities, collected=collected)
+    plan = validate(args.paths, torch_root, run_commands=args.run_capabilities, collected=collected, strict=args.strict)
+    for problem in missing_reasons(plan):
+        print(f"warning: {problem}", file=sys.stderr)
     rules = sum(len(f.rules) for f in plan.files.values())
     print(f"ok: {len(plan.sources)} config file(s), {len(plan.files)} upstream file(s), {rules} rule placement(s)")
     inactive = {p.order for f in plan.files.values() for p in f.rules if not p.active}
@@ -231,6 +233,12 @@ def _setup_validate(parser: argparse.ArgumentParser) -> None:
         "--run-capabilities",
         action="store_true",
         help="run `capabilities.command` and check its export too (by default no command is run)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="also refuse what a run accepts with a warning: an xfail, xfail_strict or skip entry with no reason "
+        "(no `reason:`, no comment above the entry or on its lines)",
     )
 
 

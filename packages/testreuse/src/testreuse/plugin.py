@@ -61,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"--testreuse-backend: cannot import {config.option.testreuse_backend}: {exc}"
         ) from None
+    for line in state.config_warnings():
+        try:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(line), stacklevel=2)
+        except pytest.PytestConfigWarning as exc:  # `-W error`: the run refuses what it would warn about
+            raise pytest.UsageError(str(exc)) from None
     config.args = state.claim_args(config.args) if config.args_source is pytest.Config.ArgsSource.ARGS else []
     config.pluginmanager.register(StateHooks(state), PLUGIN_NAME)
 

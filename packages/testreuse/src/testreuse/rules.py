@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from testreuse.errors import Location
 from testreuse.loader import FilePlan, PlacedRule, Plan
-from testreuse.model import EXACT_NAME, Edits, Mode, name_kind
+from testreuse.model import EXACT_NAME, NONE_GIVEN, Edits, Mode, name_kind
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,8 @@ def decide(plan: Plan, file_plan: FilePlan, case: Case) -> Decision:
             return Decision(early.mode, early.rule, early.reason, labels)
     if rules:
         winner = rules[-1].rule
-        decision = Decision(winner.mode, rules[-1].location, winner.reason or "listed", labels)
+        reason = NONE_GIVEN if winner.lacks_reason else winner.reason or "listed"
+        decision = Decision(winner.mode, rules[-1].location, reason, labels)
     else:
         mode = file_plan.unlisted_mode
         reason = f"not listed: unlisted_test_mode is {mode.value}"

@@ -38,7 +38,7 @@ from testreuse.rules import Case, Decision, decide, excluded_shapes, matching_ru
 from testreuse.runsettings import RunSettings, run_settings
 from testreuse.selection import claim_node_ids, is_selected, selected_modules
 from testreuse.upstream import generic_tests
-from testreuse.validate import check_plan, missing_test_names
+from testreuse.validate import check_plan, missing_reasons, missing_test_names
 
 CASE_KEY = pytest.StashKey["CaseRecord"]()
 GRAPHS_KEY = pytest.StashKey[int]()
@@ -121,6 +121,11 @@ class TestreuseSession:
         self.selections: list[str] = []
         self.forked: ForkedWorker | None = None
         self.torch_state: torchbridge.Preparation | None = None
+
+    def config_warnings(self) -> list[str]:
+        """What the configs do that a run accepts but should not go unsaid, one line each; said once, by the process
+        that is no xdist worker (a worker's warnings would repeat the controller's)."""
+        return [] if self.worker is not None else [str(problem) for problem in missing_reasons(self.plan)]
 
     # -- preparation --------------------------------------------------------------------------------------------
     def prepare_torch(self) -> None:

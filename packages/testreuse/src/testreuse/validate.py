@@ -10,7 +10,7 @@ from pathlib import Path
 from testreuse.catalog import module_names, op_names
 from testreuse.errors import ConfigError, Problem, format_path
 from testreuse.loader import PlacedRule, Plan, load_plan
-from testreuse.model import name_kind
+from testreuse.model import NONE_GIVEN, name_kind
 from testreuse.rules import name_matches
 from testreuse.torchbridge import testcase_methods
 from testreuse.upstream import generic_tests
@@ -24,15 +24,18 @@ def validate(
     *,
     run_commands: bool = False,
     collected: Mapping[Path, Set[str]] | None = None,
+    strict: bool = False,
 ) -> Plan:
     """What `testreuse validate` checks, as a function: the merged plan, or ConfigError with every problem.
 
     Export commands run only when asked: checking a config must not execute what it names. `collected` (generic
     `Class::test` names per upstream file, from a collection) replaces the syntax tree's names: tests made at
     import time (`setattr` loops, classes imported from other modules) exist only there; a file it does not hold
-    is not checked."""
+    is not checked. `strict` also refuses what a run accepts with a warning (`missing_reasons`)."""
     plan = load_plan(inputs, torch_root, run_commands=run_commands)
     problems = check_plan(plan, collected)
+    if strict:
+        problems += missing_reasons(plan, strict=True)
     if problems:
         raise ConfigError(problems)
     return plan
@@ -53,6 +56,21 @@ def check_plan(plan: Plan, collected: Mapping[Path, Set[str]] | None = None) -> 
         for name, (where, path) in declared.items():
             if name not in catalog:
                 problems.append(Problem(where, path, f"{kind} {name!r} is not in {db}"))
+    return problems
+
+
+def missing_reasons(plan: Plan, *, strict: bool = False) -> list[Problem]:
+    """One line per entry whose mode needs a reason and that has none (no `reason`, no comment above it or trailing
+    its lines), at the entry: a warning for a run, whose cases record NONE_GIVEN, or an error when `strict`."""
+    problems = []
+    for placed in _unique_rules(plan):
+        if placed.rule.lacks_reason:
+            mode = placed.rule.mode.value
+            if strict:
+                message = f"mode {mode} needs a reason: a `reason:` or a comment above the entry or on its lines"
+            else:
+                message = f"mode {mode} has no reason (no `reason:` or comment): its cases record {NONE_GIVEN!r}"
+            problems.append(Problem(placed.location, format_path(placed.path), message))
     return problems
 
 

@@ -23,13 +23,21 @@ MAX_NODES = 100_000
 
 
 class MarkedDocument:
-    """A parsed YAML document plus the position of every value and mapping key in it."""
+    """A parsed YAML document plus the position of every value and mapping key in it, and where each value ends."""
 
-    def __init__(self, file: str, data: Any, values: dict[Path, Location], keys: dict[Path, Location]) -> None:
+    def __init__(
+        self,
+        file: str,
+        data: Any,
+        values: dict[Path, Location],
+        keys: dict[Path, Location],
+        ends: dict[Path, Location] | None = None,
+    ) -> None:
         self.file = file
         self.data = data
         self._values = values
         self._keys = keys
+        self._ends = ends or {}
 
     def locate(self, path: Path, *, key: bool = False) -> Location:
         """The deepest existing node on `path` (a missing field points at its parent mapping)."""
@@ -40,6 +48,11 @@ class MarkedDocument:
             if prefix in self._values:
                 return self._values[prefix]
         return Location(self.file, 1, 1)
+
+    def end(self, path: Path) -> Location | None:
+        """Just past the last character of the value at `path` (for a block collection, the end of its last child);
+        None when there is no value there."""
+        return self._ends.get(tuple(path))
 
 
 def _location(file: str, node: yaml.Node) -> Location:
@@ -87,6 +100,7 @@ class _Walk:
         self.file = file
         self.values: dict[Path, Location] = {}
         self.keys: dict[Path, Location] = {}
+        self.ends: dict[Path, Location] = {}
         self.problems: list[Problem] = []
         self.open: set[int] = set()
         self.nodes = 0
@@ -116,7 +130,7 @@ def parse_yaml(text: str, file: str) -> MarkedDocument:
             loader.dispose()
     if walk.problems:
         raise ConfigError(walk.problems)
-    return MarkedDocument(file, data, walk.values, walk.keys)
+    return MarkedDocument(file, data, walk.values, walk.keys, walk.ends)
 
 
 def _convert(walk: _Walk, node: yaml.Node, path: Path) -> Any:
@@ -127,16 +141,29 @@ def _convert(walk: _Walk, node: yaml.Node, path: Path) -> Any:
         raise _refuse(walk.file, node, f"nesting deeper than {MAX_DEPTH} levels after alias expansion")
     walk.values[path] = _location(walk.file, node)
     if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+        walk.ends[path] = _end(walk.file, node)
         return _scalar(walk, node)
     if id(node) in walk.open:
         raise _refuse(walk.file, node, "an alias refers to a node that contains it")
     walk.open.add(id(node))
     try:
         if isinstance(node, yaml.SequenceNode):
-            return [_convert(walk, item, (*path, index)) for index, item in enumerate(node.value)]
-        return _mapping(walk, node, path)
+            value: Any = [_convert(walk, item, (*path, index)) for index, item in enumerate(node.value)]
+            children = [(*path, index) for index in range(len(value))]
+        else:
+            value = _mapping(walk, node, path)
+            children = [(*path, str(key)) for key in value]
     finally:
         walk.open.discard(id(node))
+    # a block collection's own end mark is where the next token starts (often the next entry's line): its last child
+    # ends it; a flow collection ends at its closing bracket
+    ends = [walk.ends[child] for child in children if child in walk.ends]
+    walk.ends[path] = _end(walk.file, node) if node.flow_style else max(ends, default=walk.values[path])
+    return value
+
+
+def _end(file: str, node: yaml.Node) -> Location:
+    return Location(file, node.end_mark.line + 1, node.end_mark.column + 1)
 
 
 def _scalar(walk: _Walk, node: yaml.Node) -> Any:
