@@ -4,7 +4,10 @@ A native member links against libtorch, so its wheel is only valid for the torch
 output folder `cache/builds/<source key12>-<torch sha256[:12]>/` is keyed by both (the source key: git's tree
 of `packages/` and the workspace pyproject, so commits that touch neither share a build), and its `manifest.json`
 records each wheel's sha256 and the torch wheel's version and sha256. Members build without isolation in a build venv
-per torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A failed build is a result
+per torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A member whose folder,
+build requirements equal those of a wheel some recorded build made (against the same torch, unless pure Python)
+reuses that wheel
+(`crcr.ci.memberwheels`): a commit touching one package rebuilds that package only. A failed build is a result
 (`ok=False` with the compiler's first error line), never an exception, and leaves no wheels behind. A compile
 failure is remembered too (the same sources against the same torch fail the same way); any other failure is not.
 uv runs with `--no-config`: a worktree's `[tool.uv]` settings (its find-links folder, say) are for its developers.
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import memberwheels
 from .cores import wheel_sha256, wheel_version
 from .digest import file_sha256
 from .envs import EnvError, install, locked, normalize_name, python_of, uv, venv
@@ -292,7 +296,7 @@ def build_backend(
             return found
         # members build in place (setuptools' build/ folders): one build per worktree at a time, whatever the torch
         with locked(cache / "builds" / f".{sha[:12]}.worktree.lock"):
-            return _build(wanted, worktree, sha, torch_wheel, out, cache, log, excludes, recipe)
+            return _build(wanted, worktree, sha, torch_wheel, out, cache, log, excludes, recipe, force)
 
 
 def _build(
@@ -305,8 +309,10 @@ def _build(
     log: Callable[[str], None],
     excludes: Sequence[str],
     recipe: Recipe,
+    force: bool = False,
 ) -> BuildResult:
-    """Build the members into a scratch folder; only a complete set of wheels is moved into `out`."""
+    """Build the members into a scratch folder, each reusing the same member's wheel from a recorded build (unless
+    `force`); only a complete set of wheels is moved into `out`."""
     if out.exists():
         shutil.rmtree(out)  # ours: a stale or forced build
     out.mkdir(parents=True)
@@ -347,6 +353,14 @@ def _build(
     for member in wanted:
         begun = time.monotonic()
         label = member.distribution or worktree.name
+        key = memberwheels.key(worktree, sha, member.directory, member.build_requires)
+        if not force and (found := memberwheels.recorded(cache / "builds", key, torch_sha)) is not None:
+            log(f"build {out.name}: {label}: reused from {found.parent.name}")
+            wheel = memberwheels.link(found, scratch)
+            wheels[member.distribution or wheel.name.split("-")[0]] = {
+                "file": wheel.name, "sha256": file_sha256(wheel), "key": key,
+            }  # fmt: skip
+            continue
         log(f"build {out.name}: {label}")
         command = uv(cache, "build", "--wheel", "--no-build-isolation", "--python", str(python))
         command += ["--out-dir", str(scratch), str(member.directory)]
@@ -363,7 +377,9 @@ def _build(
             text = logfile.read_text(errors="replace")
             section = text[text.rfind(f"\n=== {label} (") :]
             return failed(label, first_error(section) if result.returncode != 0 else f"{label}: no single wheel")
-        wheels[member.distribution or new[0].name.split("-")[0]] = {"file": new[0].name, "sha256": file_sha256(new[0])}
+        wheels[member.distribution or new[0].name.split("-")[0]] = {
+            "file": new[0].name, "sha256": file_sha256(new[0]), "key": key,
+        }  # fmt: skip
     missing = sorted({normalize_name(d) for d in recipe.distributions} - {normalize_name(d) for d in wheels})
     if missing:
         made = ", ".join(sorted(wheels)) or "nothing"
