@@ -18,7 +18,7 @@ CEXT_SETUP = (
 )
 CEXT_SOURCE = (
     "#include <Python.h>\n"
-    "static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"_c\", NULL, -1, NULL};\n"
+    'static struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "_c", NULL, -1, NULL};\n'
     "PyMODINIT_FUNC PyInit__c(void) { return PyModule_Create(&m); }\n"
 )
 
