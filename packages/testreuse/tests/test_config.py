@@ -82,7 +82,7 @@ def test_semantic_checks_use_op_db_and_the_upstream_syntax_tree(write, tmp_path:
               tests:
                 - names: [TestSmall::test_gone, "TestSmall::test_op.*", "TestSmall::nothing.*"]
                   mode: mandatory_success
-                  only: {ops: [addd]}
+                  only: {ops: [addd, _refs.add]}  # a Python reference is named like any OpInfo
                   edits: {precision: [{op: add, dtype: float16, atol: 0.1, rtol: 0.1}]}
           global:
             supported_ops: [{name: add}, {name: nope}]
@@ -94,8 +94,8 @@ def test_semantic_checks_use_op_db_and_the_upstream_syntax_tree(write, tmp_path:
         f"{cfg}:5:19: test_suite_config.files[0].tests[0].names[0]: no test 'TestSmall::test_gone' upstream",
         f"{cfg}:5:65: test_suite_config.files[0].tests[0].names[2]: regex 'TestSmall::nothing.*' matches no test "
         "upstream",
-        f"{cfg}:7:24: test_suite_config.files[0].tests[0].only.ops[0]: op 'addd' is not in op_db",
-        f"{cfg}:10:41: test_suite_config.global.supported_ops[1].name: op 'nope' is not in op_db",
+        f"{cfg}:7:24: test_suite_config.files[0].tests[0].only.ops[0]: op 'addd' is not in op_db or python_ref_db",
+        f"{cfg}:10:41: test_suite_config.global.supported_ops[1].name: op 'nope' is not in op_db or python_ref_db",
         f"{cfg}:11:51: test_suite_config.global.supported_modules[1].name: module 'NoSuchModule' is not in module_db",
     ]
 

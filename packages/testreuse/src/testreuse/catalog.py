@@ -1,4 +1,5 @@
-"""Names torch's own test machinery knows: OpInfo full names in op_db and ModuleInfo names in module_db."""
+"""Names torch's own test machinery knows: OpInfo full names in op_db and python_ref_db (`_refs.*`), and ModuleInfo
+names in module_db."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from testreuse import torchbridge
 @functools.cache
 def op_names() -> frozenset[str]:
     """Importing op_db is slow and must follow backend registration, so it happens on first use."""
-    return frozenset(op.full_name for op in torchbridge.op_db())
+    return frozenset(op.full_name for op in (*torchbridge.op_db(), *torchbridge.python_ref_db()))
 
 
 @functools.cache

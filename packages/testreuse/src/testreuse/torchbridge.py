@@ -108,6 +108,13 @@ def op_db() -> Sequence[Any]:
     return ops
 
 
+def python_ref_db() -> Sequence[Any]:
+    """torch's OpInfos of its Python references (`_refs.*`), which `@ops(op_db + python_ref_db)` tests run too."""
+    from torch.testing._internal.common_methods_invocations import python_ref_db as refs
+
+    return refs
+
+
 def module_db() -> Sequence[Any]:
     """torch's ModuleInfos (same import rule as op_db)."""
     from torch.testing._internal.common_modules import module_db as modules
@@ -190,7 +197,7 @@ def prepare(capabilities: ResolvedCapabilities, tolerances: list[Tolerance], add
     from torch.testing._internal.common_modules import modules
 
     for parametrizer, attr, wanted, catalog in (
-        (cdt.ops, "op_list", added.ops, lambda: {op.full_name: op for op in op_db()}),
+        (cdt.ops, "op_list", added.ops, lambda: {op.full_name: op for op in (*op_db(), *python_ref_db())}),
         (modules, "module_info_list", added.modules, lambda: {m.name: m for m in module_db()}),
     ):
         if wanted:

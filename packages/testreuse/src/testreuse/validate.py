@@ -18,6 +18,9 @@ from testreuse.upstream import generic_tests
 _KIND_WORD = {"glob": "glob", "method": "method name pattern", "regex": "regex"}
 
 
+OP_DBS = "op_db or python_ref_db"
+
+
 def validate(
     inputs: Sequence[str | os.PathLike[str]],
     torch_root: Path,
@@ -50,7 +53,7 @@ def check_plan(plan: Plan, collected: Mapping[Path, Set[str]] | None = None) -> 
         problems += _check_rule_names(placed, ops, modules)
     caps = plan.capabilities
     for declared, catalog, kind, db in (
-        (caps.op_locations, ops, "op", "op_db"),
+        (caps.op_locations, ops, "op", OP_DBS),
         (caps.module_locations, modules, "module", "module_db"),
     ):
         for name, (where, path) in declared.items():
@@ -142,7 +145,7 @@ def _check_rule_names(placed: PlacedRule, ops: frozenset[str], modules: frozense
             message = f"{function.name!r} is not a method of torch's TestCase"
             problems.append(Problem(placed.locate(*sub), _path(placed, *sub), message))
     for sub, name, kind in found:
-        catalog, db = (ops, "op_db") if kind == "op" else (modules, "module_db")
+        catalog, db = (ops, OP_DBS) if kind == "op" else (modules, "module_db")
         if name not in catalog:
             problems.append(Problem(placed.locate(*sub), _path(placed, *sub), f"{kind} {name!r} is not in {db}"))
     return problems
