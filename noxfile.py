@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import nox
 ROOT = Path(__file__).parent
 EMBEDDED = ROOT / "packages" / "testreuse" / "src" / "testreuse" / "upstream"
 SHARED_UPSTREAM = ROOT.parent / "shared" / "data" / "upstream-tests"
+# Vendors' backends in miniature, each its own project (setup.py, tests/), which device profiles build from bundles
+BACKEND_FIXTURES = ROOT / "tests" / "fixtures" / "backends"
 sys.path.insert(0, str(ROOT / "tools"))
 
 from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
@@ -40,7 +43,7 @@ os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
 # `build` fills it (the driver sessions need no torch).
 WHEELHOUSE.mkdir(exist_ok=True)
 MEMBERS = read_members(ROOT)
-TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace"]
+TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace", "backends"]
 
 
 def _install_locked(session: nox.Session, *requirements: str) -> None:
@@ -88,11 +91,31 @@ def build(session: nox.Session) -> None:
 @nox.session(python=PYTHON, requires=["build"])
 @nox.parametrize("target", TEST_TARGETS, ids=TEST_TARGETS)
 def tests(session: nox.Session, target: str) -> None:
-    """Run one package's tests (or the cross-package tests/) against the built wheels only."""
+    """Run one package's tests (or the cross-package tests/, or the fixture backends') against the built wheels only."""
+    if target == "backends":
+        _test_backend_fixtures(session)
+        return
     chosen = MEMBERS if target == "workspace" else _closure(target)
     _install_wheels(session, chosen, "[test]", "pytest-xdist")
     test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
+
+
+def _test_backend_fixtures(session: nox.Session) -> None:
+    """Build each fixture backend as its README says (without isolation, against the wheelhouse's torch), from a copy
+    so the fixture stays clean, install the wheel and run the backend's own tests."""
+    torch_wheel = ensure_torch_wheel(WHEELHOUSE)
+    _install_locked(session, str(torch_wheel), "setuptools", "wheel", "ninja", "pytest")
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    for fixture in sorted(p.parent for p in BACKEND_FIXTURES.glob("*/setup.py")):
+        copy = Path(session.create_tmp()) / fixture.name
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(fixture, copy, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+        out = copy / "dist"
+        session.run("uv", "build", "--wheel", "--no-build-isolation", "--python", python, "--out-dir", str(out),
+                    str(copy), external=True)  # fmt: skip
+        session.install("--no-deps", *map(str, out.glob("*.whl")))
+        session.run("pytest", str(copy / "tests"), "-p", "no:cacheprovider", *session.posargs)
 
 
 def _real_tree() -> str | None:
