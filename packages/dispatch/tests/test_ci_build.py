@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from crcr.ci.build import BuildError, build_backend, first_error, members, source_key
+from crcr.ci.build import BuildError, build_backend, build_env, first_error, members, source_key
 from crcr.ci.worktrees import checkout, resolve_ref
 
 UV_BUILD = '[build-system]\nrequires = ["uv_build>=0.13,<0.14"]\nbuild-backend = "uv_build"\n'
@@ -243,3 +243,14 @@ def test_a_commit_that_leaves_the_packages_alone_reuses_the_build(repo: Path, ca
     assert docs != resolve_ref(repo, "good")
     assert again.cached
     assert again.wheel_sha256 == first.wheel_sha256
+
+
+def test_other_build_requirements_get_their_own_build_venv(cache: Path, torch: Path, tmp_path: Path) -> None:
+    """A venv a build may be compiling in is never changed: another set of requirements gets a venv of its own."""
+    log = tmp_path / "buildenv.log"
+    first = build_env(torch, ["setuptools>=70"], cache, log)
+    other = build_env(torch, ["setuptools>=70", "iniconfig"], cache, log)
+    assert first != other
+    assert first.exists()
+    assert other.exists()
+    assert build_env(torch, ["setuptools>=70"], cache, log) == first

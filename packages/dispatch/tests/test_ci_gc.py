@@ -84,8 +84,9 @@ def test_removes_what_is_beyond_the_count_or_too_old(cache: Path, capsys: pytest
     env_new = folder(cache / "envs" / hexname(2, 16), {"lib/torch.so": MB}, 1)
     for env in (env_old, env_new):
         (env.parent / f"{env.name}.log").write_text("uv pip install\n")
-    buildenv_old = folder(cache / "buildenvs" / hexname(3, 12), {"bin/python": b"x"}, 30, stamp=False)
-    buildenv_new = folder(cache / "buildenvs" / hexname(4, 12), {"bin/python": b"x"}, 1, stamp=False)
+    buildenvs = cache / "buildenvs"
+    buildenv_old = folder(buildenvs / f"{hexname(3, 12)}-{hexname(3, 8)}", {"bin/python": b"x"}, 30, stamp=False)
+    buildenv_new = folder(buildenvs / f"{hexname(4, 12)}-{hexname(4, 8)}", {"bin/python": b"x"}, 1, stamp=False)
     runs = [run_folder(cache, days) for days in (40, 3, 2, 1)]
     results = cache / "results"
     results.mkdir()
@@ -204,7 +205,7 @@ def test_symlinks_are_never_followed_out_of_the_cache(
     (build / "link").symlink_to(outside)
     (cache / "envs").symlink_to(outside)  # envs elsewhere: not gc's to remove
     (cache / "buildenvs").mkdir()
-    (cache / "buildenvs" / ("c" * 12)).symlink_to(outside / hexname(1, 16))
+    (cache / "buildenvs" / f"{'c' * 12}-{'d' * 8}").symlink_to(outside / hexname(1, 16))
     freed = du(build)  # the symlink itself, not what it names
 
     assert gc(cache, "--older-than", "0") == 0
@@ -212,7 +213,7 @@ def test_symlinks_are_never_followed_out_of_the_cache(
     out = capsys.readouterr().out.splitlines()
     assert not build.exists()
     assert (precious / "data.bin").read_bytes() == MB
-    assert (cache / "buildenvs" / ("c" * 12)).is_symlink()
+    assert (cache / "buildenvs" / f"{'c' * 12}-{'d' * 8}").is_symlink()
     assert "skipped envs/ (a symlink: gc stays inside the cache)" in out
     assert out[-1] == f"freed {human(freed)} (1 build)"
 

@@ -4,10 +4,10 @@ A native member links against libtorch, so its wheel is only valid for the torch
 output folder `cache/builds/<source key12>-<torch sha256[:12]>/` is keyed by both (the source key: git's tree
 of `packages/` and the workspace pyproject, so commits that touch neither share a build), and its `manifest.json`
 records each wheel's sha256 and the torch wheel's version and sha256. Members build without isolation in a build venv
-per torch wheel (`cache/buildenvs/<torch sha12>`), so the build sees exactly that torch. A member whose folder,
-build requirements equal those of a wheel some recorded build made (against the same torch, unless pure Python)
-reuses that wheel
-(`crcr.ci.memberwheels`): a commit touching one package rebuilds that package only. A failed build is a result
+per torch wheel and set of build requirements (`cache/buildenvs/<torch sha12>-<set sha8>`), so the build sees
+exactly that torch. A member whose folder and build requirements equal those of a wheel some recorded build made
+(against the same torch, unless pure Python) reuses that wheel (`crcr.ci.memberwheels`): a commit touching one
+package rebuilds that package only. A failed build is a result
 (`ok=False` with the compiler's first error line), never an exception, and leaves no wheels behind. A compile
 failure is remembered too (the same sources against the same torch fail the same way); any other failure is not.
 uv runs with `--no-config`: a worktree's `[tool.uv]` settings (its find-links folder, say) are for its developers.
@@ -221,14 +221,16 @@ def recorded(
 
 
 def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path, excludes: Sequence[str] = ()) -> Path:
-    """The build venv for this torch wheel (`cache/buildenvs/<torch sha12>`), holding torch and the members' build
-    requirements (torch's own pin dropped: the wheel given is the torch to build against), without the `excludes`;
-    returns its python."""
+    """The build venv holding this torch wheel and these build requirements (torch's own pin dropped: the wheel given
+    is the torch to build against), without the `excludes`; returns its python. One venv per such set
+    (`cache/buildenvs/<torch sha12>-<set sha8>`), made once and never changed after: a build compiling in it is never
+    disturbed by another build that needs other requirements against the same torch."""
     torch_sha = wheel_sha256(torch_wheel)
-    path = cache / "buildenvs" / torch_sha[:12]
     wanted = sorted({*ALWAYS, *(r for r in requires if requirement_name(r) != "torch")})
     record = {"torch": torch_sha, "requires": wanted, **({"excludes": sorted(excludes)} if excludes else {})}
-    with locked(cache / "buildenvs" / f".{torch_sha[:12]}.lock"):
+    name = f"{torch_sha[:12]}-{hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:8]}"
+    path = cache / "buildenvs" / name
+    with locked(cache / "buildenvs" / f".{name}.lock"):
         python = python_of(path)
         try:
             current = json.loads((path / BUILDENV_KEY).read_text())
@@ -237,14 +239,9 @@ def build_env(torch_wheel: Path, requires: list[str], cache: Path, log: Path, ex
         if current == record and python.exists():
             mark_used(path)
             return python
-        if (
-            current.get("torch") != torch_sha
-            or current.get("excludes") != record.get("excludes")
-            or not python.exists()
-        ):
-            if path.exists():
-                shutil.rmtree(path)  # ours: an interrupted set-up, or one holding what is now excluded
-            python = venv(path, cache, log)
+        if path.exists():
+            shutil.rmtree(path)  # ours: an interrupted set-up
+        python = venv(path, cache, log)
         install(python, [str(torch_wheel), *wanted], cache, [torch_wheel.parent], log, excludes=excludes)
         (path / BUILDENV_KEY).write_text(json.dumps(record, indent=1) + "\n")
         mark_used(path)

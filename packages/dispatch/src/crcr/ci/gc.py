@@ -48,7 +48,7 @@ DEFAULT_CONFIG = Path("configs/ci.yaml")
 KINDS = {
     "builds": re.compile(r"[0-9a-f]{12}-([0-9a-f]{12}|any)"),  # against one torch, or any (not native)
     "envs": re.compile(r"[0-9a-f]{16}"),
-    "buildenvs": re.compile(r"[0-9a-f]{12}"),
+    "buildenvs": re.compile(r"[0-9a-f]{12}-[0-9a-f]{8}"),
     "worktrees": re.compile(r"[0-9a-f]{12}"),
     "runs": re.compile(r"\d{8}T\d{6}Z-[0-9a-f]+"),
     "wheelhouse": re.compile(r"torch-[0-9][0-9A-Za-z.+!_-]*"),
