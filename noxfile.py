@@ -1,10 +1,13 @@
-"""Tributary's sessions: build every package once, then lint and test against those wheels."""
+"""Tributary's sessions: build every package once (`crcr build`, the pipeline's own build), then lint and test
+against those wheels."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
-import sys
+import tomllib
 from pathlib import Path
 
 import nox
@@ -14,12 +17,6 @@ EMBEDDED = ROOT / "packages" / "testreuse" / "src" / "testreuse" / "upstream"
 SHARED_UPSTREAM = ROOT.parent / "shared" / "data" / "upstream-tests"
 # Vendors' backends in miniature, each its own project (setup.py, tests/), which device profiles build from bundles
 BACKEND_FIXTURES = ROOT / "tests" / "fixtures" / "backends"
-sys.path.insert(0, str(ROOT / "tools"))
-
-from buildonce.build import build_members, plan_builds, verified_wheels  # noqa: E402
-from buildonce.errors import BuildError  # noqa: E402
-from buildonce.torch_source import TorchWheel, ensure_torch_wheel  # noqa: E402
-from buildonce.workspace import Member, read_members, workspace_closure  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv"
@@ -28,6 +25,7 @@ nox.options.sessions = ["ci"]
 
 PYTHON = "3.11"
 DIST = ROOT / "dist"
+MANIFEST = DIST / "manifest.json"
 WHEELHOUSE = ROOT / ".wheelhouse"
 CONSTRAINTS = DIST / "constraints.txt"
 CACHE = ROOT / ".tributary"
@@ -39,53 +37,63 @@ os.environ.setdefault("UV_CACHE_DIR", str(CACHE / "uv-cache"))
 os.environ.setdefault("UV_COMPILE_BYTECODE", "1")
 # A native member's ninja runs one job a core (torch's default, cores + 2, makes the longest source share one).
 os.environ.setdefault("MAX_JOBS", str(os.cpu_count() or 1))
-# pyproject.toml names the wheelhouse as uv's find-links for every install; uv refuses a missing folder, and only
-# `build` fills it (the driver sessions need no torch).
+# pyproject.toml names the wheelhouse as uv's find-links (uv.lock takes torch from it) and uv refuses a missing
+# folder; `build` links the torch wheel it built against into it.
 WHEELHOUSE.mkdir(exist_ok=True)
-MEMBERS = read_members(ROOT)
-TEST_TARGETS = [m.short_name for m in MEMBERS] + ["workspace", "backends"]
+# Each workspace package's distribution, by its folder (the test targets' names)
+PYPROJECTS = sorted(ROOT.glob("packages/*/pyproject.toml"))
+PACKAGES = {p.parent.name: tomllib.loads(p.read_text())["project"]["name"] for p in PYPROJECTS}
+TEST_TARGETS = [*PACKAGES, "workspace", "backends"]
 
 
 def _install_locked(session: nox.Session, *requirements: str) -> None:
-    """Install with uv, pinned by uv.lock (exported to dist/constraints.txt), torch from the wheelhouse."""
-    session.install("--find-links", str(WHEELHOUSE), "--constraint", str(CONSTRAINTS), *requirements)
+    """Install with uv, pinned by uv.lock (exported to dist/constraints.txt), torch from the wheels in dist/."""
+    session.install("--find-links", str(DIST), "--constraint", str(CONSTRAINTS), *requirements)
 
 
-def _install_wheels(session: nox.Session, members: list[Member], extra: str = "", *also: str) -> None:
-    """Install these members' wheels from dist/ (each verified against the manifest), with `extra`, plus `also`."""
+def _manifest(session: nox.Session) -> dict:
+    """What `build` published (dist/manifest.json): one line and a stop when it is missing or unreadable."""
     try:
-        wheels = verified_wheels(DIST, members)
-    except BuildError as exc:
-        session.error(str(exc))
-    _install_locked(session, *(f"{w}{extra}" for w in wheels), *also)
+        return json.loads(MANIFEST.read_text())
+    except (OSError, ValueError) as exc:
+        session.error(f"{MANIFEST}: cannot read it ({exc.__class__.__name__}): run `nox -s build`")
 
 
-def _closure(*short_names: str) -> list[Member]:
-    """The named members and the workspace members they depend on, in workspace order."""
-    wanted = {m.distribution for name in short_names for m in workspace_closure(MEMBERS, f"tributary-{name}")}
-    return [m for m in MEMBERS if m.distribution in wanted]
+def _install_wheels(session: nox.Session, folders: list[str], extra: str = "", *also: str) -> None:
+    """Install these packages' wheels and the workspace packages they need, from dist/, each checked against the
+    manifest's sha256, with `extra`, plus `also`."""
+    wheels = _manifest(session)["wheels"]
+    wanted: set[str] = set()
+    pending = [PACKAGES[folder] for folder in folders]
+    while pending:
+        name = pending.pop()
+        if name not in wanted:
+            wanted.add(name)
+            pending += wheels.get(name, {}).get("needs", [])
+    files = []
+    for name in sorted(wanted):
+        path = DIST / wheels.get(name, {}).get("file", f"{name}-?.whl")
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != wheels[name]["sha256"]:
+            session.error(f"{path}: missing, or not the wheel {MANIFEST} records: run `nox -s build`")
+        files.append(f"{path}{extra}")
+    _install_locked(session, *files, *also)
 
 
 @nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
-    """Build each package into dist/ once; `-- --force` rebuilds all. Writes dist/manifest.json."""
-    try:
-        torch_wheel = ensure_torch_wheel(WHEELHOUSE)
-        DIST.mkdir(exist_ok=True)
-        session.run_install(
-            "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
-            "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
-        )  # fmt: skip
-        torch = TorchWheel.of(torch_wheel)
-        stale = plan_builds(MEMBERS, DIST, torch, force="--force" in session.posargs)
-        if not stale:
-            session.log("all wheels current; nothing to build")
-            return
-        session.log("building: " + ", ".join(m.distribution for m in stale))
-        _install_locked(session, str(torch_wheel), "setuptools", "wheel", "ninja")
-        build_members(ROOT, DIST, MEMBERS, stale, torch, lambda *cmd: session.run(*cmd, external=True))
-    except BuildError as exc:
-        session.error(str(exc))
+    """Build every package of the working tree into dist/ with `crcr build`: a package whose folder did not change
+    reuses its wheel, the simulator is rebuilt when the torch wheel's hash changes; `-- --force` rebuilds all."""
+    _install_driver(session)
+    DIST.mkdir(exist_ok=True)
+    session.run_install(
+        "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
+        "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
+    )  # fmt: skip
+    session.run("crcr", "build", "--repo", str(ROOT), "--cache", str(CACHE), "--out", str(DIST), *session.posargs)
+    torch = DIST / _manifest(session)["torch"]["file"]
+    for old in WHEELHOUSE.glob("torch-*.whl"):
+        old.unlink()
+    os.link(torch, WHEELHOUSE / torch.name)
 
 
 @nox.session(python=PYTHON, requires=["build"])
@@ -95,16 +103,15 @@ def tests(session: nox.Session, target: str) -> None:
     if target == "backends":
         _test_backend_fixtures(session)
         return
-    chosen = MEMBERS if target == "workspace" else _closure(target)
-    _install_wheels(session, chosen, "[test]", "pytest-xdist")
+    _install_wheels(session, list(PACKAGES) if target == "workspace" else [target], "[test]", "pytest-xdist")
     test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
 
 
 def _test_backend_fixtures(session: nox.Session) -> None:
-    """Build each fixture backend as its README says (without isolation, against the wheelhouse's torch), from a copy
+    """Build each fixture backend as its README says (without isolation, against the torch in dist/), from a copy
     so the fixture stays clean, install the wheel and run the backend's own tests."""
-    torch_wheel = ensure_torch_wheel(WHEELHOUSE)
+    torch_wheel = DIST / _manifest(session)["torch"]["file"]
     _install_locked(session, str(torch_wheel), "setuptools", "wheel", "ninja", "pytest")
     python = str(Path(session.virtualenv.location) / "bin" / "python")
     for fixture in sorted(p.parent for p in BACKEND_FIXTURES.glob("*/setup.py")):
@@ -131,7 +138,7 @@ def _upstream_tree() -> str:
 @nox.session(python=PYTHON, requires=["build"])
 def bench(session: nox.Session) -> None:
     """Benchmarks that print ratios against a baseline measured in the same run (simulator, test reuse)."""
-    _install_wheels(session, _closure("simulator", "testreuse", "compiler"), "[test]")
+    _install_wheels(session, ["simulator", "testreuse", "compiler"], "[test]")
     for script in ("sim_sanity.py", "op_overhead.py", "opinfo_sweep.py"):
         session.run("python", str(ROOT / "packages/simulator/benchmarks" / script))
     session.run(
@@ -167,7 +174,7 @@ def lint(session: nox.Session) -> None:
     session.run("jactionlint", *workflows)
     session.run("zizmor", "--offline", *workflows)
     session.run("shellcheck", *sorted(str(p) for p in (ROOT / "infra").glob("*.sh")), str(ROOT / ".ci" / "run"))
-    _install_wheels(session, _closure("simulator", "testreuse"))
+    _install_wheels(session, ["simulator", "testreuse"])
     session.run("testreuse", "validate", str(EMBEDDED / "configs"))
     real = _real_tree()
     if real is None:

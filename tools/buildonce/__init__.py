@@ -1,1 +1,0 @@
-"""Build-once support for the noxfile: a torch wheelhouse, one wheel per package, a verified manifest."""
