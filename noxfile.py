@@ -89,7 +89,9 @@ def build(session: nox.Session) -> None:
         "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
         "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
     )  # fmt: skip
-    session.run("crcr", "build", "--repo", str(ROOT), "--cache", str(CACHE), "--out", str(DIST), *session.posargs)
+    # the sessions that require this one pass it their own arguments (pytest's): only `--force` is build's
+    force = ["--force"] if "--force" in session.posargs else []
+    session.run("crcr", "build", "--repo", str(ROOT), "--cache", str(CACHE), "--out", str(DIST), *force)
     torch = DIST / _manifest(session)["torch"]["file"]
     for old in WHEELHOUSE.glob("torch-*.whl"):
         old.unlink()

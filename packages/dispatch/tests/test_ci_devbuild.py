@@ -79,7 +79,7 @@ def test_a_failed_build_keeps_the_previous_wheels(repo: Path, tmp_path: Path) ->
         '[project]\nname = "tmp-base"\nversion = "0.1.0"\n\n[build-system]\nrequires = ["uv_build>=0.13,<0.14"]\n'
         'build-backend = "uv_build"\n\n[tool.uv.build-backend]\nmodule-name = "no_such_module"\n'
     )
-    with pytest.raises(BuildFailed, match=r"Failed to build .*packages/base"):
+    with pytest.raises(BuildFailed, match="Failed to build"):
         build_into(repo, cache, out, torch, False, lambda _: None)
     assert json.loads((out / "manifest.json").read_text()) == before
     for entry in before["wheels"].values():
