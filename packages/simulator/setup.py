@@ -2,11 +2,18 @@
 
 from pathlib import Path
 
+import torch
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
+# The extension links against this exact torch: the wheel requires its release (torch==2.13.0 for 2.13.0+cpu), so
+# pip refuses to install a wheel built for 2.13 beside 2.14. The workspace's lock reads the range of
+# `[tool.uv.dependency-metadata]` in the root pyproject.toml instead of building this to learn it.
+TORCH_RELEASE = torch.__version__.partition("+")[0]
+
 csrc = Path("src/ringsim/csrc")
 setup(
+    install_requires=[f"torch=={TORCH_RELEASE}", "numpy>=1.26", "pyyaml>=6.0"],
     ext_modules=[
         CppExtension(
             name="ringsim._C",
