@@ -13,7 +13,7 @@ from crcr.ci.backendsource import BackendSource, SourceError, repository
 from crcr.ci.build import BuildError, Recipe, build_backend, members
 from crcr.ci.ciconfig import DeviceProfile
 from crcr.ci.worktrees import checkout, resolve_ref
-from test_ci_build import fake_torch, git, workspace, write_member
+from test_ci_build import fake_torch, git, init_repo, workspace, write_member
 
 SETUP = "from setuptools import setup\nsetup(name='tmp-vendor', version='{version}', packages=['vendor'])\n"
 
@@ -22,9 +22,7 @@ def vendor_repo(root: Path) -> Path:
     """A vendor's repository: a setup.py package with no pyproject, two commits (tags v1, v2)."""
     repo = root / "vendor"
     (repo / "vendor").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "vendor@example.invalid")
-    git(repo, "config", "user.name", "vendor")
+    init_repo(repo, "vendor")
     (repo / "vendor" / "__init__.py").write_text("VERSION = 1\n")
     (repo / "setup.py").write_text(SETUP.format(version="1.0"))
     git(repo, "add", ".")
@@ -40,9 +38,7 @@ def own_repo(root: Path) -> Path:
     """This repository in miniature: a workspace whose `tmp-harness` needs `tmp-base`, beside an unrelated member."""
     repo = root / "own"
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ci@example.invalid")
-    git(repo, "config", "user.name", "ci")
+    init_repo(repo)
     write_member(repo, "base", "tmp-base")
     write_member(repo, "harness", "tmp-harness", 'dependencies = ["tmp-base"]')
     write_member(repo, "device", "tmp-device")

@@ -22,6 +22,13 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
+def init_repo(repo: Path, who: str = "ci") -> None:
+    """An empty repository on `main` that commits as `who`."""
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", f"{who}@example.invalid")
+    git(repo, "config", "user.name", who)
+
+
 def fake_torch(folder: Path, version: str = "9.9.0") -> Path:
     """A minimal installable wheel named torch: the build venv only needs something to install."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,9 +73,7 @@ def workspace(root: Path, folders: list[str]) -> None:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Tag `good`: two pure members; tag `bad`: plus a member whose C extension has a deliberate #error."""
     repo = tmp_path_factory.mktemp("backend")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ci@example.invalid")
-    git(repo, "config", "user.name", "ci")
+    init_repo(repo)
     write_member(repo, "alpha", "tmp-alpha")
     write_member(repo, "beta", "tmp-beta", '\n[project.optional-dependencies]\ntest = ["iniconfig"]\n')
     workspace(repo, ["alpha", "beta"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from crcr.ci.devbuild import BuildFailed, build_into
 from crcr.ci.snapshot import snapshot
-from test_ci_build import fake_torch, git, workspace, write_member
+from test_ci_build import fake_torch, git, init_repo, workspace, write_member
 
 
 @pytest.fixture
@@ -21,9 +21,7 @@ def repo(tmp_path: Path) -> Path:
     """A committed workspace: `tmp-base`, and `tmp-app`, which needs it."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.invalid")
-    git(repo, "config", "user.name", "dev")
+    init_repo(repo, "dev")
     write_member(repo, "base", "tmp-base")
     write_member(repo, "app", "tmp-app", 'dependencies = ["tmp-base"]')
     workspace(repo, ["base", "app"])

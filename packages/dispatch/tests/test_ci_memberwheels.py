@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from crcr.ci.build import build_backend
 from crcr.ci.worktrees import checkout, resolve_ref
-from test_ci_build import fake_torch, git, workspace, write_member
+from test_ci_build import fake_torch, git, init_repo, workspace, write_member
 
 CEXT_SETUP = (
     "from setuptools import Extension, setup\n"
@@ -27,9 +27,7 @@ CEXT_SOURCE = (
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two pure members and one with a C extension (a platform wheel); tag `one`, then `two` touching alpha only."""
     repo = tmp_path_factory.mktemp("members")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ci@example.invalid")
-    git(repo, "config", "user.name", "ci")
+    init_repo(repo)
     write_member(repo, "alpha", "tmp-alpha")
     write_member(repo, "beta", "tmp-beta")
     cext = repo / "packages" / "cext"
