@@ -11,6 +11,7 @@ import pytest
 from crcr.callback import body as bodies
 from crcr.callback import from_run
 from crcr.callback.body import CallbackError
+from crcr.ci import runner
 from crcr.ci.model import (
     BuildResult,
     Candidate,
@@ -372,3 +373,17 @@ def test_one_shard_of_a_merged_run_is_reported_as_its_legs_own() -> None:
     assert second.failed_tests[0]["message"].startswith("not_run: leg killed: leg-2")
     with pytest.raises(CallbackError, match=r"primary has no shard 3 \(its shards: 1, 2\)"):
         from_run.facts(record, shard=3)
+
+
+def test_an_unexpected_pass_fails_only_a_strict_xfail() -> None:
+    """testreuse records both as `xpassed` with the rule's mode: a strict one is a failure (as pytest says), a
+    non-strict one is `promotable`, a pass that says its rule may be promoted, never retried or failed."""
+    assert runner.outcome_of({"outcome": "xpassed", "mode": "xfail_strict"}) == "xpassed"
+    assert runner.outcome_of({"outcome": "xpassed", "mode": "xfail"}) == "promotable"
+    assert runner.outcome_of({"outcome": "failed", "mode": "xfail"}) == "failed"
+    strict, loose = _test("t.py::T::test_strict", "xpassed"), _test("t.py::T::test_loose", "promotable")
+    assert strict.failing
+    assert not loose.failing
+    found = from_run.facts(_record([strict, loose]))
+    assert found.test_results == {"passed": 1, "failed": 1, "skipped": 0, "total": 2}
+    assert [t["name"] for t in found.failed_tests] == ["test_strict"]

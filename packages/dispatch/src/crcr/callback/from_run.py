@@ -1,7 +1,8 @@
 """What one combination of a `crcr ci` run says to the relay: a conclusion, test counts, failed tests, a verdict.
 
-Counting: `passed` and `xfailed` are passes (an expected failure that failed as expected is the outcome the config
-asked for, and the pipeline's verdict is green with it); `skipped` is skipped; `deselected` tests were never selected
+Counting: `passed`, `xfailed` and `promotable` are passes (an expected failure that failed as expected is the outcome
+the config asked for, and the pipeline's verdict is green with it; a non-strict xfail that passed is a signal to
+promote its rule, not a failure); `skipped` is skipped; `deselected` tests were never selected
 and count nowhere; every failing outcome (`failed`, `error`, `xpassed`, `crashed`, `timeout`, `not_run`) is a
 failure. `total` is the sum of the three. A flaky test ended passed and counts as passed.
 
@@ -26,7 +27,7 @@ from crcr.callback.body import MAX_SUMMARY, CallbackError, truncate_utf8
 from crcr.ci.classify import SEVERITY, failure_text
 from crcr.ci.model import FAILING, CombinationResult, RunRecord, TestOutcome, from_json
 
-PASSES = frozenset({"passed", "xfailed"})
+PASSES = frozenset({"passed", "xfailed", "promotable"})
 ANALYZER = {"name": "tributary-crcr", "version": __version__}
 
 

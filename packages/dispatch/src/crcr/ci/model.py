@@ -16,9 +16,21 @@ Matrix = Literal["primary", "backend", "core"]
 Status = Literal["passed", "failed", "build_failed", "incompatible", "error"]
 #: Who a failure is blamed on (the relay's triage verdict is derived from this).
 FailureClass = Literal["upstream", "backend", "infra", "flake", "unknown"]
-#: A test's final outcome; `not_run` is a selected test that no shard reported (its shard died twice).
+#: A test's final outcome; `not_run` is a selected test that no shard reported (its shard died twice); `xpassed` is a
+#: strict xfail that passed (a failure, as pytest says), `promotable` a non-strict one that passed (its rule may be
+#: promoted to mandatory_success: a signal, never a failure).
 Outcome = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "crashed", "timeout", "deselected", "not_run"
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "promotable",
+    "crashed",
+    "timeout",
+    "deselected",
+    "not_run",
 ]
 FAILING: frozenset[str] = frozenset({"failed", "error", "xpassed", "crashed", "timeout", "not_run"})
 

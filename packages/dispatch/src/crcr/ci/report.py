@@ -24,7 +24,7 @@ from crcr.ci.model import FAILING, CombinationResult, RunRecord, TestOutcome
 SCHEMA = "tributary-ci-summary/1"
 #: Rows per table in the HTML (summary.json keeps every row).
 ROW_LIMIT = 400
-PASSING: frozenset[str] = frozenset({"passed", "xfailed"})
+PASSING: frozenset[str] = frozenset({"passed", "xfailed", "promotable"})
 CLASSES: tuple[str, ...] = ("backend", "upstream", "infra", "unknown", "flake", "unclassified")
 
 

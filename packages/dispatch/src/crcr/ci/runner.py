@@ -338,10 +338,13 @@ def run_suite(
 
 
 def outcome_of(record: dict[str, Any] | None) -> str:
-    """A record's outcome; `not_run` for a test that reported nothing."""
+    """A record's outcome; `not_run` for a test that reported nothing, `promotable` for a non-strict xfail that
+    passed (testreuse records both kinds of unexpected pass as `xpassed`, with the rule's mode)."""
     if record is None:
         return "not_run"
     outcome = str(record.get("outcome", ""))
+    if outcome == "xpassed" and record.get("mode") == "xfail":
+        return "promotable"
     return outcome if outcome else "error"
 
 
