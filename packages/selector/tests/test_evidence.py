@@ -3,7 +3,9 @@ the reverse-index queries, and bad input as one `error:` line."""
 
 from __future__ import annotations
 
+import functools
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -128,7 +130,9 @@ def test_interrupted_run_resumes(tiny: Path, tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("TINY_INTERRUPT", "1")  # test_zcrash sends SIGINT to the driver, its parent
     store = tmp_path / "index.sqlite"
     argv = [TESTSELECT, "evidence", "--torch-root", str(tiny), "--store", str(store)]
-    first = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # the driver gets SIGINT's default action whatever this process inherited (a shell's background job ignores it)
+    default_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    first = subprocess.run(argv, capture_output=True, text=True, check=False, preexec_fn=default_sigint)
     assert (first.returncode, first.stderr.strip()) == (2, "error: interrupted")
     second = _evidence(tiny, store)
     assert (second["already_recorded"], second["observed"]) == (2, {"passed": 2})  # add and mm not rerun
