@@ -72,7 +72,9 @@ def _install_wheels(session: nox.Session, folders: list[str], extra: str = "", *
             pending += wheels.get(name, {}).get("needs", [])
     files = []
     for name in sorted(wanted):
-        path = DIST / wheels.get(name, {}).get("file", f"{name}-?.whl")
+        if name not in wheels:
+            session.error(f"{MANIFEST} has no wheel of {name}: run `nox -s build`")
+        path = DIST / wheels[name]["file"]
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != wheels[name]["sha256"]:
             session.error(f"{path}: missing, or not the wheel {MANIFEST} records: run `nox -s build`")
         files.append(f"{path}{extra}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,20 @@ def test_crcr_build_outside_a_repository_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [f"error: {tmp_path} is not a git repository"]
     assert not (tmp_path / "dist").exists()
     assert not (tmp_path / "cache").exists()  # said before any torch was fetched
+
+
+def test_crcr_build_takes_the_torch_wheel_named_in_the_environment(repo: Path, tmp_path: Path) -> None:
+    torch = fake_torch(tmp_path / "wheels" / "torch-9.9.7", "9.9.7")
+    out = tmp_path / "dist"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "crcr"), "build", "--repo", str(repo), "--out", str(out),
+         "--cache", str(tmp_path / "cache")],
+        capture_output=True, text=True, env={**os.environ, "TRIBUTARY_TORCH_WHEEL": str(torch)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"2 wheel(s) against torch 9.9.7 in {out}"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["torch"] == {
+        "file": torch.name, "version": "9.9.7", "sha256": hashlib.sha256(torch.read_bytes()).hexdigest(),
+    }  # fmt: skip
+    assert (out / torch.name).read_bytes() == torch.read_bytes()

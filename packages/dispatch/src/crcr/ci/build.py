@@ -352,11 +352,10 @@ def _build(
         label = member.distribution or worktree.name
         key = memberwheels.key(worktree, sha, member.directory, member.build_requires)
         if not force and (found := memberwheels.recorded(cache / "builds", key, torch_sha)) is not None:
-            log(f"build {out.name}: {label}: reused from {found.parent.name}")
-            wheel = memberwheels.link(found, scratch)
-            wheels[member.distribution or wheel.name.split("-")[0]] = {
-                "file": wheel.name, "sha256": file_sha256(wheel), "key": key,
-            }  # fmt: skip
+            reused, digest = found
+            log(f"build {out.name}: {label}: reused from {reused.parent.name}")
+            wheel = memberwheels.link(reused, scratch)
+            wheels[member.distribution or wheel.name.split("-")[0]] = {"file": wheel.name, "sha256": digest, "key": key}
             continue
         log(f"build {out.name}: {label}")
         command = uv(cache, "build", "--wheel", "--no-build-isolation", "--python", str(python))

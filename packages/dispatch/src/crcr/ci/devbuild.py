@@ -46,11 +46,9 @@ def build_into(repo: Path, cache: Path, out: Path, torch_wheel: Path, force: boo
     result = build.build_backend(tree, torch_wheel, cache, log, force=force)
     if not result.ok:
         raise BuildFailed(f"{result.first_error} (log: {result.log})")
-    names = {normalize_name(m.distribution): m.distribution for m in build.members(tree)}
-    needs = {
-        m.distribution: sorted(names[d] for d in m.dependencies if d in names and names[d] != m.distribution)
-        for m in build.members(tree)
-    }
+    members = build.members(tree)
+    names = {normalize_name(m.distribution): m.distribution for m in members}
+    needs = {m.distribution: sorted(names[d] for d in m.dependencies if d in names) for m in members}
     manifest = {
         "source": sha,
         "torch": {"file": torch_wheel.name, "version": cores.wheel_version(torch_wheel),

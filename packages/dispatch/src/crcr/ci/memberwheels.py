@@ -30,9 +30,9 @@ def key(worktree: Path, sha: str, directory: Path, build_requires: Sequence[str]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def recorded(builds: Path, member_key: str, torch_sha: str) -> Path | None:
+def recorded(builds: Path, member_key: str, torch_sha: str) -> tuple[Path, str] | None:
     """A wheel some recorded build made with this key, still intact and, unless pure Python, built against the torch
-    wheel `torch_sha`; None when there is none."""
+    wheel `torch_sha`, with its sha256; None when there is none."""
     if not member_key:
         return None
     for manifest in sorted(builds.glob("*/manifest.json")):
@@ -49,7 +49,7 @@ def recorded(builds: Path, member_key: str, torch_sha: str) -> Path | None:
                 if not (same_torch or path.name.endswith("-none-any.whl")):
                     continue
                 if path.is_file() and file_sha256(path) == entry.get("sha256"):
-                    return path
+                    return path, entry["sha256"]
     return None
 
 
