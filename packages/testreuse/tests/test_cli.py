@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -96,6 +97,11 @@ def test_list_and_explain_on_the_embedded_tree(tmp_path: Path, cli_env: list[str
     assert all(nodeid.startswith("test/test_indexing.py::TestIndexingFALLBACKDEV::") for nodeid, *_ in rows)
     only_skip = run_cli("list", str(config), "--mode", "skip", *cli_env)
     assert {line.split("\t")[1] for line in only_skip.stdout.splitlines()} == {"skip"}
+    document = run_cli("list", str(config), "--format", "json", *cli_env)
+    cases = json.loads(document.stdout)["cases"]  # one JSON document, not a line per case
+    assert [(c["nodeid"], c["mode"], c["rule"], c["reason"]) for c in cases] == [tuple(row) for row in rows]
+    lines = run_cli("list", str(config), "--format", "jsonl", *cli_env)
+    assert [json.loads(line) for line in lines.stdout.splitlines()] == cases
 
     case = "TestIndexingFALLBACKDEV::test_embedded_take_fallbackdev_float32"
     explained = run_cli("explain", str(config), case, *cli_env)

@@ -205,6 +205,6 @@ def test_the_plugin_and_list_apply_the_running_torchs_rules_only(
     capsys.readouterr()
     cli_device = ["--backend", "fallback_backend:load", "--device", "fallbackdev"]
     assert main(["list", str(config), "--torch-root", str(torch_root), "--format", "json", *cli_device]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    listed = {r["nodeid"].rsplit("::", 1)[1]: r["mode"] for r in map(json.loads, lines)}
+    cases = json.loads(capsys.readouterr().out)["cases"]
+    listed = {r["nodeid"].rsplit("::", 1)[1]: r["mode"] for r in cases}
     assert {k: listed[k] for k in records} == {k: r["mode"] for k, r in records.items()}

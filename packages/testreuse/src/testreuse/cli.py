@@ -137,10 +137,13 @@ def _collection_failure(output: list[str], returncode: int) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     records = [r for r in _collect(args, args.configs) if args.mode is None or r["mode"] == args.mode]
-    for record in records:
-        if args.format == "json":
+    if args.format == "json":  # one document, shaped like `triage --json`'s: a reader needs one json.loads
+        print(json.dumps({"cases": records}, indent=2, sort_keys=True))
+    elif args.format == "jsonl":  # a case a line, for grep and for readers that stream
+        for record in records:
             print(json.dumps(record, sort_keys=True))
-        else:
+    else:
+        for record in records:
             print(f"{record['nodeid']}\t{record['mode']}\t{record['rule']}\t{record['reason']}")
     return ExitCode.OK
 
@@ -245,7 +248,13 @@ def _setup_validate(parser: argparse.ArgumentParser) -> None:
 def _setup_list(parser: argparse.ArgumentParser) -> None:
     _collection_options(parser)
     parser.add_argument("--mode", choices=[m.value for m in Mode], help="only cases in this outcome bucket")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "jsonl"),
+        default="text",
+        help='text: nodeid, mode, rule, reason tab-separated; json: one document {"cases": [...]}; '
+        "jsonl: one case object a line (default: text)",
+    )
 
 
 def _setup_explain(parser: argparse.ArgumentParser) -> None:

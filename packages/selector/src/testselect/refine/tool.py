@@ -85,15 +85,13 @@ def collected(configs: Sequence[Path], torch_root: Path | None, device: str | No
     if device is not None:
         args += ["--device", device]
     out = testreuse(args)
-    cases = []
-    for number, line in enumerate(out.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ToolError(f"`testreuse list --format json` line {number}: not JSON ({exc.msg})") from None
-        if not isinstance(case, dict) or not isinstance(case.get("nodeid"), str) or "mode" not in case:
-            raise ToolError(f"`testreuse list --format json` line {number}: a case needs a nodeid and a mode")
-        cases.append(case)
+    try:
+        cases = json.loads(out)["cases"]
+        if not isinstance(cases, list):
+            raise TypeError("cases is not a list")
+        for case in cases:
+            if not isinstance(case, dict) or not isinstance(case.get("nodeid"), str) or "mode" not in case:
+                raise TypeError("a case needs a nodeid and a mode")
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ToolError(f"`testreuse list --format json` printed something else than its listing ({exc})") from None
     return cases
