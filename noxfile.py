@@ -44,6 +44,12 @@ WHEELHOUSE.mkdir(exist_ok=True)
 PYPROJECTS = sorted(ROOT.glob("packages/*/pyproject.toml"))
 PACKAGES = {p.parent.name: tomllib.loads(p.read_text())["project"]["name"] for p in PYPROJECTS}
 TEST_TARGETS = [*PACKAGES, "workspace", "backends"]
+# The workspace packages a target's tests drive besides its own closure: the selector's run `python -m testreuse`
+# (list, triage) on the ring device, in one environment with testselect as a user's would be.
+DRIVEN = {"selector": ["simulator", "testreuse"]}
+# The second torch of the selector's upgrade test (2.13.0, the built one, -> this), and the variable naming its python
+UPGRADE_TORCH = "2.14.1"
+UPGRADE_PYTHON = "TESTSELECT_TORCH_2_14_PYTHON"
 
 
 def _install_locked(session: nox.Session, *requirements: str) -> None:
@@ -103,13 +109,30 @@ def build(session: nox.Session) -> None:
 @nox.session(python=PYTHON, requires=["build"])
 @nox.parametrize("target", TEST_TARGETS, ids=TEST_TARGETS)
 def tests(session: nox.Session, target: str) -> None:
-    """Run one package's tests (or the cross-package tests/, or the fixture backends') against the built wheels only."""
+    """Run one package's tests (or the cross-package tests/, or the fixture backends') against the built wheels only:
+    the package's closure, what its tests drive (DRIVEN) and, for the selector's upgrade test, a torch 2.14.1 venv."""
     if target == "backends":
         _test_backend_fixtures(session)
         return
-    _install_wheels(session, list(PACKAGES) if target == "workspace" else [target], "[test]", "pytest-xdist")
+    folders = list(PACKAGES) if target == "workspace" else [target, *DRIVEN.get(target, [])]
+    _install_wheels(session, folders, "[test]", "pytest-xdist")
+    env = {UPGRADE_PYTHON: _upgrade_python(session)} if target == "selector" else {}
     test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
-    session.run("pytest", str(test_dir), "-n", "auto", *session.posargs)
+    session.run("pytest", str(test_dir), "-n", "auto", *session.posargs, env=env)
+
+
+def _upgrade_python(session: nox.Session) -> str:
+    """The python of a venv holding torch UPGRADE_TORCH (and what torch.testing._internal imports), by `crcr env`:
+    the wheel fetched once with pip into .tributary/wheelhouse/ (uv does not read pip's configuration), the venv made
+    once under .tributary/envs/. The driver runs in a throwaway environment pinned by uv.lock: the session's own
+    holds only what the tests import."""
+    session.log(f"torch {UPGRADE_TORCH} for the upgrade test: `crcr env` (a ~3 GB fetch the first time only)")
+    out = session.run(
+        "uv", "run", "--quiet", "--isolated", "--frozen", "--no-dev", "--project", str(ROOT), "--package",
+        "tributary-dispatch", "crcr", "env", "--core", UPGRADE_TORCH, "--cache", str(CACHE), "expecttest", "numpy",
+        external=True, silent=True,
+    )  # fmt: skip
+    return str(out).strip().splitlines()[-1]
 
 
 def _test_backend_fixtures(session: nox.Session) -> None:

@@ -210,15 +210,16 @@ def test_interpreters_that_cannot_dump(tmp_path: Path) -> None:
     failing.chmod(0o755)
     with pytest.raises(UpgradeError, match=r"failed \(exit 2\): torch 9\.9: AttributeError: op_db$"):
         run_dump(failing)
-    no_torch = Path("/usr/bin/python3")
-    if not no_torch.exists() or os.system(f"{no_torch} -c 'import torch' 2>/dev/null") == 0:
-        pytest.skip("no interpreter without torch on this machine")
+    no_torch = tmp_path / "no-torch"  # this interpreter without site-packages: no torch, on any machine
+    no_torch.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    no_torch.chmod(0o755)
     with pytest.raises(UpgradeError, match=r"failed \(exit 2\): .*: no usable torch \(No module named 'torch'\)$"):
         run_dump(no_torch)
 
 
 def _torch_214_python() -> Path | None:
-    """An interpreter with torch 2.14 (TESTSELECT_TORCH_2_14_PYTHON, else a tributary env that has it)."""
+    """An interpreter with torch 2.14 (TESTSELECT_TORCH_2_14_PYTHON, which `nox -s "tests(selector)"` sets, else a
+    tributary env that has it)."""
     if os.environ.get("TESTSELECT_TORCH_2_14_PYTHON"):
         return Path(os.environ["TESTSELECT_TORCH_2_14_PYTHON"])
     for meta in sorted((REPO / ".tributary" / "envs").glob("*/lib/python*/site-packages/torch-2.14.*.dist-info")):
@@ -232,7 +233,10 @@ def test_cli_between_two_real_torch_versions(tree: Path, tmp_path: Path, capsys:
     """2.13 (this venv) -> 2.14 on three ops of the embedded tree: linalg.polar comes, cholesky goes."""
     other = _torch_214_python()
     if other is None:
-        pytest.skip("no interpreter with torch 2.14 here")
+        pytest.skip(
+            "no interpreter with torch 2.14: set TESTSELECT_TORCH_2_14_PYTHON (`crcr env --core 2.14.1 expecttest "
+            'numpy` prints one; `nox -s "tests(selector)"` makes and sets it)'
+        )
     args = ["upgrade", "--from", sys.executable, "--to", str(other), "--torch-root", str(tree)]
     args += ["--profile", str(REPO / "configs" / "backend.yaml"), "--store", str(tmp_path / "s.sqlite")]
     assert main([*args, "--ops", "add,linalg.polar,cholesky", "--json"]) == 0

@@ -1,6 +1,6 @@
 """`crcr`: the downstream CI job (`crcr ci`, or `prepare` / `leg` / `merge` across machines), its exact re-run
-(`crcr reproduce`), this repository's own packages built for its sessions (`crcr build`), and the relay client
-(`gate`, `resolve`, `callback`) with a local relay (`relay`).
+(`crcr reproduce`), this repository's own packages built for its sessions (`crcr build`), an interpreter holding one
+torch core (`crcr env`), and the relay client (`gate`, `resolve`, `callback`) with a local relay (`relay`).
 
 Exit codes: 0 green (or nothing differs), 1 red (or outcomes differ), 2 bad input or usage (one `error:` line).
 """
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from crcr.callback.command import add_callback
 from crcr.ci.command import EXPECTED as CI_ERRORS
 from crcr.ci.command import add_ci, add_distributed, add_reproduce
+from crcr.ci.coreenv import add_env
 from crcr.ci.devbuild import add_build
 from crcr.ci.gc import GcError, add_gc
 from crcr.gate.command import add_gate, add_resolve
@@ -25,7 +26,8 @@ EXPECTED = (*CI_ERRORS, GcError)
 
 #: The subcommands, in the order `--help` lists them: each adds its parser and sets `run` to a function
 #: (args) -> exit code.
-COMMANDS = (add_ci, add_distributed, add_reproduce, add_build, add_gc, add_gate, add_resolve, add_callback, add_relay)
+COMMANDS = (add_ci, add_distributed, add_reproduce, add_build, add_env, add_gc, add_gate, add_resolve, add_callback,
+            add_relay)  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
