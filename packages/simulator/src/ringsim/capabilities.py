@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from ringsim.ops.register import registered
+from ringsim.ops.register import STUBBED, registered
 from ringsim.ops.registry import DEVICE, OPINFO_NEEDS, SPECS, dtype_name, opinfo_dtypes, sort_dtypes
 from ringsim.ops.variants import variants
+from ringsim.torchbridge import privateuse1_registrations
 
 #: Held, not computed in: listed per aten op that accepts it, but not as a dtype tests may run in.
 HELD_ONLY = frozenset({torch.float64})
@@ -36,6 +37,7 @@ def capabilities() -> dict[str, Any]:
                     "dtypes": dtypes,
                 }
             )
+    aten_ops.extend(_runtime_ops({op["name"] for op in aten_ops}))
     supported_ops = [
         {"name": name, "dtypes": [{"name": dtype_name(d)} for d in opinfo_dtypes(name)]}
         for name in sorted(OPINFO_NEEDS)
@@ -47,6 +49,15 @@ def capabilities() -> dict[str, Any]:
         "supported_ops": supported_ops,
         "aten_ops": sorted(aten_ops, key=lambda op: op["name"]),
     }
+
+
+def _runtime_ops(listed: set[str]) -> list[dict[str, Any]]:
+    """The other aten kernels the device registers (allocation, copies, views, storage: the runtime's own, in
+    C++), read from the dispatcher, so the export is what a call can reach; they hold every dtype ring stores."""
+    held = [{"name": dtype_name(d)} for d in sort_dtypes({d for spec in SPECS for d in spec.dtypes})]
+    refused = {f"aten::{name}" for name in STUBBED}
+    names = [n for n in privateuse1_registrations() if n.startswith("aten::") and n not in listed | refused]
+    return [{"name": name, "kind": "runtime", "tolerance": "exact", "dtypes": held} for name in names]
 
 
 def render(data: dict[str, Any], fmt: str) -> str:

@@ -57,7 +57,7 @@ _BY_KIND: dict[Kind, dispatch.Builder] = {
 }
 
 # Ops whose only non-CPU kernel is torch's composite stub that raises an unhelpful error: refused by name instead.
-_STUBBED = ("convolution_overrideable", "convolution_backward_overrideable")
+STUBBED = ("convolution_overrideable", "convolution_backward_overrideable")
 
 _libraries: list[torch.library.Library] = []
 
@@ -122,7 +122,7 @@ def register() -> None:
                 else:
                     kernel = dispatch.out_kernel(spec, variant.op, variant.functional, build)
             lib.impl(variant.qualname, never_traced(kernel), "PrivateUse1")
-    for name in _STUBBED:
+    for name in STUBBED:
         lib.impl(name, never_traced(_refuser(name)), "PrivateUse1")
     fallback = torch.library.Library("_", "IMPL")
     fallback.fallback(never_traced(_unregistered), "PrivateUse1")
