@@ -14,13 +14,14 @@ from pathlib import Path
 from testselect import commands, similar
 from testselect.command import CliError, Command, ExitCode, store_option
 from testselect.evidence import store as evidence
-from testselect.evidence.run import run_evidence
+from testselect.evidence.run import Recording, run_evidence
 from testselect.index.build import TreeError, index_tree, tree_test_dir
 from testselect.index.store import Store, StoreError
 from testselect.select import plan
-from testselect.select.capabilities import CapabilitiesError
+from testselect.select.capabilities import CapabilitiesError, load_capabilities
 from testselect.select.choose import make_reasoner, reasoner_options
 from testselect.select.profile import ProfileError
+from testselect.truth import command as truth
 
 
 def _store(args: argparse.Namespace, create: bool) -> Store:
@@ -105,12 +106,12 @@ def _evidence(args: argparse.Namespace) -> int:
     store = _store(args, create=True)
     try:
         workdir = Path(f"{args.store}.evidence")
-        report = run_evidence(root, store, args.shards, args.files, args.timeout, workdir)
+        report = run_evidence(root, store, args.shards, args.files, args.timeout, workdir, _recording(args))
         totals = evidence.totals(store)
     finally:
         store.close()
     for problem in report.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"error: {problem}", file=sys.stderr)
     observed = dict(sorted(report.observed.items()))
     if args.json:
         shown = dataclasses.asdict(report) | {"observed": observed, "store": str(args.store), "totals": totals}
@@ -122,7 +123,22 @@ def _evidence(args: argparse.Namespace) -> int:
             f"{report.launches} pytest processes; {report.wall_seconds:.1f} s; store {args.store}: "
             f"{totals['cases']} cases, {totals['distinct_ops']} distinct ops"
         )
-    return ExitCode.OK
+    return ExitCode.INCOMPLETE if report.problems else ExitCode.OK
+
+
+def _recording(args: argparse.Namespace) -> Recording | None:
+    """The recording device `--device` names, registering the ops of `--capabilities` (required with it)."""
+    if args.device is None:
+        return None
+    if args.capabilities is None:
+        raise CliError("--device needs --capabilities: the export of the ops the device registers")
+    if args.device_count < 1:
+        raise CliError(f"--device-count {args.device_count}: must be at least 1")
+    try:
+        caps = load_capabilities(Path(args.capabilities))
+    except CapabilitiesError as exc:
+        raise CliError(str(exc)) from None
+    return Recording(args.device, args.device_count, tuple(sorted(caps.aten_ops)))
 
 
 def _ops(args: argparse.Namespace) -> int:
@@ -216,6 +232,13 @@ def _setup_evidence(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds one case may run, then it is a timeout (0: none)"
     )
+    parser.add_argument(
+        "--device",
+        metavar="NAME",
+        help="run on the recording device under the device's NAME: record the ops that reach the device",
+    )
+    parser.add_argument("--capabilities", metavar="FILE", help="the device's export (its aten ops), with --device")
+    parser.add_argument("--device-count", type=int, default=1, help="devices the recorder has (default: 1)")
     parser.add_argument("--json", action="store_true", help="the run's report as JSON")
 
 
@@ -272,6 +295,7 @@ BUILTIN = (
         _setup_select,
         _select,
     ),
+    truth.COMMAND,
 )
 COMMANDS = BUILTIN + commands.discovered()
 

@@ -5,6 +5,7 @@ Imported only inside the pytest processes that observe tests (the plugin), never
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from typing import Any
 
@@ -91,3 +92,34 @@ class CompiledOpRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self._patch.__exit__(*exc)
+
+
+def case_params(item: Any) -> dict[str, Any]:
+    """The OpInfo (full name), ModuleInfo and dtypes torch's parametrization handed a pytest item: the record torch
+    keeps as the `param_kwargs` default of each instantiated test, so a case is known by what it runs, not by its
+    name."""
+    cls, name = getattr(item, "cls", None), getattr(item, "originalname", None) or item.name
+    function = inspect.getattr_static(cls, name, None) if cls is not None else None
+    try:
+        kwargs = inspect.signature(function, follow_wrapped=False).parameters["param_kwargs"].default
+    except (KeyError, ValueError, TypeError):
+        kwargs = {}
+    kwargs = kwargs if isinstance(kwargs, dict) else {}
+    raw = kwargs.get("dtypes", kwargs.get("dtype"))
+    raw = raw if isinstance(raw, list | tuple) else [raw] if raw is not None else []
+    module = kwargs.get("module_info")
+    return {
+        "opinfo": getattr(kwargs.get("op"), "full_name", None),
+        "module": getattr(module, "name", None),
+        "case_dtypes": [dtype_name(d) for d in raw if isinstance(d, torch.dtype)],
+    }
+
+
+def privateuse1_name() -> str:
+    """The name privateuse1 goes by now (`privateuseone` until a backend renames it)."""
+    return torch._C._get_privateuse1_backend_name()
+
+
+def register_device_module(name: str, module: Any) -> None:
+    """`torch.<name>`: torch looks a backend's device module up by its name."""
+    torch._register_device_module(name, module)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -30,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--evidence-timeout", type=float, default=0.0, metavar="S", help="end the process when a case runs longer"
     )
+    group.addoption(
+        "--evidence-device",
+        metavar="NAME",
+        help="run the cases on the recording privateuse1 device, named NAME: record what reaches the device",
+    )
+    group.addoption("--evidence-device-ops", metavar="PATH", help="aten overloads the device registers, one a line")
+    group.addoption("--evidence-device-count", type=int, default=1, metavar="N", help="devices the recorder has")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,7 +49,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--evidence-timeout {timeout}: must be 0 (none) or more")
     skip = _ids(config.getoption("evidence_skip"))
     compiled = _ids(config.getoption("evidence_compiled"))
-    config.pluginmanager.register(Evidence(Path(out), skip, compiled, timeout), "testselect-evidence")
+    evidence = Evidence(Path(out), skip, compiled, timeout)
+    name = config.getoption("evidence_device")
+    if name is not None:  # before collection: the test files instantiate their device classes on import
+        from testselect.evidence.device import install
+
+        ops = sorted(_ids(config.getoption("evidence_device_ops")))
+        evidence.device = install(name, config.getoption("evidence_device_count"), build_root(), ops)
+    config.pluginmanager.register(evidence, "testselect-evidence")
+
+
+def build_root() -> Path:
+    """Where the recording device is compiled, once per torch and source for every store of this user:
+    `$TESTSELECT_RECORDER_BUILD`, else the user's cache folder."""
+    if folder := os.environ.get("TESTSELECT_RECORDER_BUILD"):
+        return Path(folder)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "testselect" / "recorder"
 
 
 def _ids(path: str | None) -> set[str]:
@@ -73,6 +97,7 @@ class Evidence:
         self.compiled = compiled
         self.timeout = timeout
         self.reports: dict[str, list[pytest.TestReport]] = {}
+        self.device: Any = None  # the recording device's extension, when the cases run on it
 
     def _write(self, line: dict) -> None:
         self.stream.write(json.dumps(line, sort_keys=True) + "\n")
@@ -88,25 +113,40 @@ class Evidence:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         generic = generic_id(item)
         self._write({"event": "start", "nodeid": item.nodeid, "generic": generic})
+        from testselect.torchprivate import case_params  # torch only once a case runs
+
+        params = case_params(item)
         if self.timeout:
             faulthandler.dump_traceback_later(self.timeout, exit=True, file=self.fault)
         started = time.monotonic()
+        if self.device is not None:
+            self.device.take()  # what collection and earlier teardowns sent is not this case's
         try:
             return (yield)
         finally:
             if self.timeout:
                 faulthandler.cancel_dump_traceback_later()
-            recorder = item.stash.get(_RECORDER, None)
+            if self.device is not None:  # setup, call and teardown: all of it reached the device
+                seen = self.device.take()
+                counts = {op: count for op, (count, _) in seen.items()}
+                dtypes = {op: sorted(kinds) for op, (_, kinds) in seen.items()}
+                kind = "device"
+            else:
+                recorder = item.stash.get(_RECORDER, None)
+                counts = dict(recorder.counts) if recorder else {}
+                dtypes = {op: sorted(d) for op, d in recorder.dtypes.items()} if recorder else {}
+                kind = "compiled" if generic in self.compiled else "eager"
             self._write(
                 {
                     "event": "case",
                     "nodeid": item.nodeid,
                     "generic": generic,
                     "outcome": outcome(self.reports.pop(item.nodeid, [])),
-                    "recorder": "compiled" if generic in self.compiled else "eager",
+                    "recorder": kind,
                     "duration": round(time.monotonic() - started, 4),
-                    "ops": dict(sorted(recorder.counts.items())) if recorder else {},
-                    "dtypes": {op: sorted(d) for op, d in sorted(recorder.dtypes.items())} if recorder else {},
+                    "ops": dict(sorted(counts.items())),
+                    "dtypes": dict(sorted(dtypes.items())),
+                    **params,
                 }
             )
 
@@ -114,6 +154,8 @@ class Evidence:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         """A test that compiles runs under the compiled-graph recorder alone: with a dispatch mode active, dynamo
         would not compile at all and the graph's ops would go unseen."""
+        if self.device is not None:  # the device records what reaches it; a dispatch mode would see CPU ops too
+            return (yield)
         from testselect.torchprivate import CompiledOpRecorder, OpRecorder  # torch only once a case runs
 
         compiled = generic_id(item) in self.compiled

@@ -25,6 +25,16 @@ POLL_SECONDS = 0.2
 _PYTEST_RAN = {0, 1, 5}  # pytest's ExitCode: ok, tests failed, none collected (all recorded already)
 
 
+@dataclass(frozen=True)
+class Recording:
+    """The recording device a run's cases run on: the target device's name, how many devices it has, and the aten
+    overloads it registers (its export), so torch dispatches each call as it would on the device."""
+
+    name: str
+    device_count: int
+    ops: tuple[str, ...]
+
+
 @dataclass
 class Report:
     """What one evidence run did."""
@@ -70,10 +80,18 @@ class Shard:
 
 
 def run_evidence(
-    torch_root: Path, store: Store, shards: int, patterns: list[str] | None, timeout: float, workdir: Path
+    torch_root: Path,
+    store: Store,
+    shards: int,
+    patterns: list[str] | None,
+    timeout: float,
+    workdir: Path,
+    device: Recording | None = None,
 ) -> Report:
-    """Observe every not-yet-recorded case of the selected files on CPU, `shards` pytest processes at a time."""
+    """Observe every not-yet-recorded case of the selected files, on CPU or on the recording `device`, `shards`
+    pytest processes at a time."""
     started = time.monotonic()
+    workdir = workdir.resolve()  # the pytest processes run in the tree's test/ folder
     test_dir = tree_test_dir(torch_root.resolve())
     files = select(test_dir, patterns)
     index_tree(torch_root, store)  # current content hashes, so edited tests are re-observed
@@ -86,10 +104,12 @@ def run_evidence(
     names = {p.relative_to(test_dir).as_posix() for p in files}
     report.already_recorded = sum(node.split("::", 1)[0] in names for node in evidence.current(store))
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # not the enclosing project's settings
+    if device is not None:
+        (workdir / "device-ops").write_text("".join(f"{op}\n" for op in device.ops), encoding="utf-8")
     pending = [Shard(number, chunk) for number, chunk in enumerate(split(files, shards))]
     try:
         for shard in pending:
-            _launch(shard, test_dir, store, workdir, timeout, report)
+            _launch(shard, test_dir, store, workdir, timeout, report, device)
         while any(shard.process for shard in pending):
             time.sleep(POLL_SECONDS)
             for shard in pending:
@@ -98,12 +118,12 @@ def run_evidence(
                 crashed = _fold(store, shard.out(workdir), report, timeout)
                 if not crashed and shard.process.returncode not in _PYTEST_RAN:
                     log = workdir / f"shard{shard.number}-{shard.attempt}.log"
-                    report.problems.append(f"{log}: pytest exited {shard.process.returncode}")
+                    report.problems.append(f"{log}: pytest exited {shard.process.returncode}: {_last_line(log)}")
                 store.commit()
                 shard.process = None
                 if crashed:
                     shard.attempt += 1
-                    _launch(shard, test_dir, store, workdir, timeout, report)
+                    _launch(shard, test_dir, store, workdir, timeout, report, device)
     finally:
         for shard in pending:
             if shard.process is not None:
@@ -124,7 +144,15 @@ def compiling_tests(store: Store) -> list[str]:
     return [row[0] for row in store.db.execute(query)]
 
 
-def _launch(shard: Shard, test_dir: Path, store: Store, workdir: Path, timeout: float, report: Report) -> None:
+def _launch(
+    shard: Shard,
+    test_dir: Path,
+    store: Store,
+    workdir: Path,
+    timeout: float,
+    report: Report,
+    device: Recording | None,
+) -> None:
     done = evidence.current(store)
     skip = workdir / f"shard{shard.number}.skip"
     skip.write_text("".join(f"{node}\n" for node in sorted(done)), encoding="utf-8")
@@ -155,10 +183,28 @@ def _launch(shard: Shard, test_dir: Path, store: Store, workdir: Path, timeout: 
         "-q",
     ]
     env = os.environ | {"PYTORCH_TESTING_DEVICE_ONLY_FOR": "cpu"}
+    if device is not None:  # the device's own backend must not load: the recorder takes its name
+        env |= {"PYTORCH_TESTING_DEVICE_ONLY_FOR": device.name, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+        command += [
+            "--evidence-device",
+            device.name,
+            "--evidence-device-ops",
+            str(workdir / "device-ops"),
+            "--evidence-device-count",
+            str(device.device_count),
+        ]
     log = (workdir / f"shard{shard.number}-{shard.attempt}.log").open("w", encoding="utf-8")
     with log:
         shard.process = subprocess.Popen(command, cwd=test_dir, env=env, stdout=log, stderr=subprocess.STDOUT)
     report.launches += 1
+
+
+def _last_line(log: Path) -> str:
+    """The last error line of a pytest process that ended badly (its usage error, its internal error), else its last
+    line."""
+    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["no output"])[-1]
 
 
 def _fold(store: Store, out: Path, report: Report, timeout: float, finished: bool = True) -> bool:
@@ -186,6 +232,9 @@ def _fold(store: Store, out: Path, report: Report, timeout: float, finished: boo
                 entry["ops"],
                 entry["dtypes"],
                 entry.get("recorder", "eager"),
+                entry.get("opinfo"),
+                entry.get("module"),
+                tuple(entry.get("case_dtypes", ())),
             )
             evidence.record(store, case)
             report.observed[case.outcome] += 1

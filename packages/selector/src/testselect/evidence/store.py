@@ -4,6 +4,7 @@ decides whether a recorded case is still current. Created on first use; the inde
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from testselect.index.store import Store
@@ -16,7 +17,10 @@ CREATE TABLE IF NOT EXISTS cases (
     content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit re-observes
     outcome TEXT NOT NULL,          -- passed failed error skipped xfailed xpassed crashed timeout
     duration REAL NOT NULL,
-    recorder TEXT NOT NULL DEFAULT 'eager'  -- eager: dispatched ops; compiled: the ops of Inductor's graphs
+    recorder TEXT NOT NULL DEFAULT 'eager', -- eager / compiled: on CPU; device: what reached the recording device
+    opinfo TEXT,                    -- the case's OpInfo full name (@ops tests), from torch's parametrization record
+    module TEXT,                    -- the case's ModuleInfo name (@modules tests)
+    case_dtypes TEXT NOT NULL DEFAULT '[]'  -- JSON: the dtypes torch parametrized the case with
 );
 CREATE INDEX IF NOT EXISTS cases_test ON cases(test_node_id);
 CREATE TABLE IF NOT EXISTS case_ops (
@@ -45,14 +49,27 @@ class Case:
     ops: dict[str, int] = field(default_factory=dict)
     dtypes: dict[str, list[str]] = field(default_factory=dict)
     recorder: str = "eager"
+    opinfo: str | None = None
+    module: str | None = None
+    case_dtypes: tuple[str, ...] = ()
+
+
+#: Columns added to `cases` after its first release: a store recorded before them gets them on first use.
+_ADDED = {
+    "recorder": "TEXT NOT NULL DEFAULT 'eager'",
+    "opinfo": "TEXT",
+    "module": "TEXT",
+    "case_dtypes": "TEXT NOT NULL DEFAULT '[]'",
+}
 
 
 def ensure(store: Store) -> None:
-    """Add the evidence tables to an index that has none yet (and `cases.recorder` to one recorded before it)."""
+    """Add the evidence tables to an index that has none yet (and the later columns to one recorded before them)."""
     store.db.executescript(SCHEMA)
     columns = {row[1] for row in store.db.execute("PRAGMA table_info(cases)")}
-    if "recorder" not in columns:
-        store.db.execute("ALTER TABLE cases ADD COLUMN recorder TEXT NOT NULL DEFAULT 'eager'")
+    for name, kind in _ADDED.items():
+        if name not in columns:
+            store.db.execute(f"ALTER TABLE cases ADD COLUMN {name} {kind}")
 
 
 def record(store: Store, case: Case) -> None:
@@ -60,9 +77,19 @@ def record(store: Store, case: Case) -> None:
     row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (case.test_node_id,)).fetchone()
     store.db.execute("DELETE FROM cases WHERE node_id = ?", (case.node_id,))
     case_id = store.db.execute(
-        "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration, recorder) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (case.node_id, case.test_node_id, row[0] if row else "", case.outcome, case.duration, case.recorder),
+        "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration, recorder, opinfo, module, "
+        "case_dtypes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            case.node_id,
+            case.test_node_id,
+            row[0] if row else "",
+            case.outcome,
+            case.duration,
+            case.recorder,
+            case.opinfo,
+            case.module,
+            json.dumps(list(case.case_dtypes)),
+        ),
     ).lastrowid
     store.db.executemany("INSERT INTO case_ops VALUES (?, ?, ?)", [(case_id, o, n) for o, n in case.ops.items()])
     store.db.executemany(

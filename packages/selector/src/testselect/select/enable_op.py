@@ -43,6 +43,9 @@ def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Cap
     return dataclasses.replace(capabilities, aten_ops=ops)
 
 
+#: The bases of entries that an op the device lacks holds back: CPU op evidence, or device-side evidence.
+HELD_BY_OPS = ("op evidence: aten ops", "device-side evidence: unsupported_op")
+
 Key = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
 
 
@@ -78,7 +81,7 @@ def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, 
     now = {_key(d): d for decisions in after.values() for d in decisions}
     admitted, blocked = [], []
     for key, entry in sorted(was.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2:])):
-        if entry.node_id not in waiting or entry.basis != "op evidence: aten ops":
+        if entry.node_id not in waiting or entry.basis not in HELD_BY_OPS:
             continue
         current = _effective(now, key)
         change = Change(entry.node_id, entry.dtype, entry.mode, current.mode, current.reason)

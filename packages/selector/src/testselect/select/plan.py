@@ -6,15 +6,26 @@ imports testreuse, whose own `testreuse validate` is the check.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from testselect.evidence import store as evidence
 from testselect.index.store import Store
 from testselect.refine import store as device_store
 from testselect.refine.rebucket import rebucket
-from testselect.select.reasoner import CaseFacts, Decision, FileScope, Reasoner, TestFacts, case_dtype
+from testselect.select.reasoner import (
+    RECORDING,
+    CaseFacts,
+    Decision,
+    FileScope,
+    Reasoner,
+    RecordedCase,
+    TestFacts,
+    case_dtype,
+)
 
 
 def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
@@ -27,17 +38,24 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
         )
     }
     cases: dict[str, list[CaseFacts]] = defaultdict(list)
+    on_device: dict[str, list[RecordedCase]] = defaultdict(list)
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cases'").fetchone():
         ops: dict[int, dict[str, set[str]]] = defaultdict(dict)
         for case_id, op in db.execute("SELECT case_id, op FROM case_ops"):
             ops[case_id].setdefault(op, set())
         for case_id, op, dtype in db.execute("SELECT case_id, op, dtype FROM case_op_dtypes"):
             ops[case_id].setdefault(op, set()).add(dtype)
-        current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome FROM cases c JOIN tests t ON t.node_id = "
-        current += "c.test_node_id AND t.content_hash = c.content_hash ORDER BY c.node_id"  # stale cases: unknown
-        for case_id, node_id, test_node_id, outcome in db.execute(current):
-            recorded = {op: frozenset(d) for op, d in ops[case_id].items()}
-            cases[test_node_id].append(CaseFacts(node_id, case_dtype(node_id), outcome, recorded))
+        evidence.ensure(store)
+        current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome, c.recorder, c.opinfo, c.module, c.case_dtypes "
+        current += "FROM cases c JOIN tests t ON t.node_id = c.test_node_id AND t.content_hash = c.content_hash "
+        current += "ORDER BY c.node_id"  # stale cases: unknown
+        for case_id, node_id, test_node_id, outcome, kind, opinfo, module, case_dtypes in db.execute(current):
+            ran = {op: frozenset(d) for op, d in ops[case_id].items()}
+            if kind == "device":
+                dtypes = tuple(json.loads(case_dtypes))
+                on_device[test_node_id].append(RecordedCase(node_id, outcome, ran, opinfo, module, dtypes))
+            else:
+                cases[test_node_id].append(CaseFacts(node_id, case_dtype(node_id), outcome, ran))
     observed = device_store.device_facts(store)
     files: dict[str, tuple[str | None, list[TestFacts]]] = {
         path: (error, []) for path, error in db.execute("SELECT path, error FROM files ORDER BY path")
@@ -55,6 +73,7 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
                 cases=tuple(cases.get(test["node_id"], [])),
                 info_driven="ops" in params or "modules" in params,
                 device_cases=tuple(observed.get(test["node_id"], [])),
+                recorded=tuple(on_device.get(test["node_id"], [])),
             )
         )
     return files
@@ -83,8 +102,17 @@ def decide(reasoner: Reasoner, test: TestFacts) -> list[Decision]:
     profile = getattr(reasoner, "profile", None)
     device = profile.device if profile is not None else None
     decisions = reasoner.bucket(test)
+    if test.recorded and device:  # what reached the recording device decides each case it made
+        predicted = [reasoner.predict(case) for case in test.recorded]
+        decisions = [_predicted(d) for d in rebucket(decisions, predicted, RECORDING)]
     cases = [c for c in test.device_cases if c.device == device]
     return rebucket(decisions, cases, device) if cases and device else decisions
+
+
+def _predicted(decision: Decision) -> Decision:
+    """A decision re-bucketed from device-side evidence says so, not that it ran on the device."""
+    basis = decision.basis.replace("device run", "device-side evidence", 1)
+    return dataclasses.replace(decision, basis=basis) if basis != decision.basis else decision
 
 
 def config_name(path: str) -> str:

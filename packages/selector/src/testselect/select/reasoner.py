@@ -23,6 +23,17 @@ HOOK_FEATURES = ("autograd", "complex", "distributed", "dynamo", "inductor", "ji
 COMPLEX = frozenset({"complex32", "complex64", "complex128"})
 CPU_FAILED = frozenset({"failed", "error"})
 CPU_DIED = frozenset({"crashed", "timeout"})
+#: The device a prediction from device-side evidence is phrased for (its reasons read "passed on ...").
+RECORDING = "the recording device"
+#: How a case that did not pass on the recording device would end on the device: (category, reason).
+RECORDED_ENDS = {
+    "skipped": ("runtime_skip", "skips itself at runtime on the recording device"),
+    "xfailed": ("upstream_xfail", "upstream expects it to fail (expectedFailure) on this device type"),
+    "failed": ("recorder_failure", "fails on the recording device, which computes every op on CPU"),
+    "error": ("recorder_failure", "errors in setup or teardown on the recording device"),
+    "crashed": ("crash", "crashed the recording device's process"),
+    "timeout": ("timeout", "timed out on the recording device"),
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,20 @@ class TestFacts:
     cases: tuple[CaseFacts, ...] = ()
     info_driven: bool = False  # @ops / @modules: each case's dtype comes from its OpInfo / ModuleInfo
     device_cases: tuple[DeviceCase, ...] = ()  # observed on the device (current content hash): beat prediction
+    recorded: tuple[RecordedCase, ...] = ()  # run on the recording device under the device's name
+
+
+@dataclass(frozen=True)
+class RecordedCase:
+    """One case run on the recording device: how it ended there (every op computed on CPU), the aten ops that
+    reached the device with the dtypes of the device's tensors, and the OpInfo / ModuleInfo / dtypes torch gave it."""
+
+    node_id: str  # as the device would name it: file::TestFooPRIVATEUSE1::test_bar_ring_float32
+    outcome: str
+    ops: dict[str, frozenset[str]]
+    op: str | None = None
+    module: str | None = None
+    dtypes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +117,8 @@ class Reasoner(Protocol):
     def scope(self, path: str, error: str | None, tests: list[TestFacts]) -> FileScope: ...
 
     def bucket(self, test: TestFacts) -> list[Decision]: ...
+
+    def predict(self, case: RecordedCase) -> DeviceCase: ...
 
 
 def case_dtype(node_id: str) -> str | None:
@@ -161,6 +188,46 @@ class RuleReasoner:
             elif have and case.dtype in dtypes and case.dtype not in have:  # no dtypes listed: any
                 missing.append(f"{op} ({case.dtype})")
         return missing
+
+    def predict(self, case: RecordedCase) -> DeviceCase:
+        """How the case would end on the device: as on the recording device, unless an op reached it that the
+        device does not register, or not for a dtype it passed."""
+
+        def ended(category: str | None, reason: str = "") -> DeviceCase:
+            outcome = "passed" if category is None else "failed"
+            return DeviceCase(
+                case.node_id,
+                RECORDING,
+                "testselect evidence",
+                outcome,
+                case.op,
+                case.module,
+                case.dtypes,
+                category,
+                reason,
+            )
+
+        if case.outcome in RECORDED_ENDS:
+            return ended(*RECORDED_ENDS[case.outcome])
+        lacking = self._lacking(case.ops)
+        if lacking:
+            shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+            return ended("unsupported_op", f"{self.profile.device} lacks {shown}")
+        return ended(None)
+
+    def _lacking(self, ops: dict[str, frozenset[str]]) -> list[str]:
+        """The ops (or `op (dtype)`) that reached the device and that its export does not register for them."""
+        if self.capabilities is None:
+            return []
+        lacking = []
+        for op, dtypes in sorted(ops.items()):
+            have = self.capabilities.aten_ops.get(op)
+            if have is None:
+                if not any(fnmatch.fnmatchcase(op, glob) for glob in self.profile.provided_ops):
+                    lacking.append(op)
+            elif have:  # no dtypes listed: any
+                lacking.extend(f"{op} ({d})" for d in sorted(dtypes - have))
+        return lacking
 
     def scope(self, path: str, error: str | None, tests: list[TestFacts]) -> FileScope:
         """A file is worth analysing when it is in the profile's scope and some test of it can run on the device."""

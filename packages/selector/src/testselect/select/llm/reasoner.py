@@ -15,7 +15,7 @@ from testselect.select.llm.client import Endpoint, EndpointError, complete
 from testselect.select.llm.prompt import messages
 from testselect.select.llm.validate import Verdict, validate
 from testselect.select.profile import Profile
-from testselect.select.reasoner import Decision, FileScope, RuleReasoner, TestFacts
+from testselect.select.reasoner import Decision, DeviceCase, FileScope, RecordedCase, RuleReasoner, TestFacts
 
 
 class LlmReasoner:
@@ -59,6 +59,10 @@ class LlmReasoner:
             self._ask(self._batches.get(test.node_id, [test]))
         self._batches.pop(test.node_id, None)
         return self._decided.pop(test.node_id)
+
+    def predict(self, case: RecordedCase) -> DeviceCase:
+        """A case the recording device ran is a fact, not a proposal: the rules read it."""
+        return self.rules.predict(case)
 
     def _ask(self, tests: list[TestFacts]) -> None:
         rules = {test.node_id: self.rules.bucket(test) for test in tests}

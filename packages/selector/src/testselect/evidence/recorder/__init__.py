@@ -1,0 +1,1 @@
+"""The recording privateuse1 device (`recorder.cpp`), loaded in the pytest processes of `testselect evidence`."""

@@ -1,0 +1,152 @@
+"""Device-side evidence: cases run on the recording privateuse1 device under the device's name, so that only what
+reaches the device is recorded (not the CPU work of torch's comparison helpers, not a composite the device never
+sees), and the selection decides each case from it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from testselect.cli import main
+
+TESTSELECT = Path(sys.executable).with_name("testselect")
+
+DEVICE_TESTS = """
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class TestDev(TestCase):
+    def test_compare(self, device):
+        a = torch.ones(3, device=device)
+        self.assertEqual((a + a).cpu(), torch.full((3,), 2.0))
+
+    def test_stack(self, device):
+        a = torch.ones(2, device=device)
+        self.assertEqual(torch.stack([a, a]).shape, (2, 2))
+
+    @dtypes(torch.float32, torch.float64)
+    def test_cumsum(self, device, dtype):
+        self.assertEqual(torch.ones(3, device=device, dtype=dtype).cumsum(0)[-1].item(), 3.0)
+
+    def test_fails_anywhere(self, device):
+        self.assertEqual(torch.ones(1, device=device).item(), 2.0)
+
+
+instantiate_device_type_tests(TestDev, globals())
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+RUNTIME = ["_copy_from", "_copy_from_and_resize", "_local_scalar_dense", "as_strided", "empty.memory_format"]
+RUNTIME += ["empty_strided", "resize_", "view", "_reshape_alias"]
+CAPABILITIES = {
+    "device": "dev",
+    "supported_dtypes": [{"name": "float32"}, {"name": "float64"}],
+    "aten_ops": [
+        *({"name": f"aten::{name}"} for name in RUNTIME),
+        {"name": "aten::add.Tensor", "dtypes": [{"name": "float32"}]},
+        {"name": "aten::cat", "dtypes": [{"name": "float32"}]},
+        {"name": "aten::fill_.Scalar", "dtypes": [{"name": "float32"}, {"name": "float64"}]},
+        {"name": "aten::cumsum", "dtypes": [{"name": "float32"}]},
+    ],
+}
+PROFILE = """\
+device: dev
+hooks: {eager_ops: yes}
+dtypes: [float32, float64]
+missing_op: xfail_strict
+scope: {include: ["test_*.py"]}
+"""
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One evidence run on the recording device named `dev`, with a relative `--store` (run from its folder)."""
+    base = tmp_path_factory.mktemp("device")
+    (base / "root" / "test").mkdir(parents=True)
+    (base / "root" / "test" / "test_dev.py").write_text(DEVICE_TESTS, encoding="utf-8")
+    (base / "caps.yaml").write_text(yaml.safe_dump(CAPABILITIES), encoding="utf-8")
+    (base / "profile.yaml").write_text(PROFILE, encoding="utf-8")
+    argv = ["evidence", "--torch-root", "root", "--store", "rel.sqlite", "--device", "dev"]
+    argv += ["--capabilities", "caps.yaml", "--json"]
+    done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["observed"] == {"failed": 1, "passed": 4}, report
+    return {"base": base, "store": base / "rel.sqlite"}
+
+
+def _case_ops(store: Path, node: str, capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
+    assert main(["ops", "--test", node, "--store", str(store), "--json"]) == 0
+    [case] = json.loads(capsys.readouterr().out)
+    assert case["recorder"] == "device"
+    return {op["op"]: op["dtypes"] for op in case["ops"]}
+
+
+def test_only_what_reaches_the_device_is_recorded(
+    recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ops = _case_ops(recorded["store"], "test_dev.py::TestDevPRIVATEUSE1::test_compare_dev", capsys)
+    assert ops["aten::add.Tensor"] == ["float32"]
+    assert "aten::_copy_from" in ops  # `.cpu()` leaves the device
+    # assertEqual compares on CPU: its subtraction, abs and isclose never reach the device
+    assert not {"aten::sub.Tensor", "aten::abs", "aten::isclose", "aten::eq.Tensor"} & ops.keys()
+    assert main(["tests", "--op", "aten::sub.Tensor", "--store", str(recorded["store"])]) == 1
+
+
+def test_composites_are_seen_as_the_device_sees_them(
+    recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ops = _case_ops(recorded["store"], "test_dev.py::TestDevPRIVATEUSE1::test_stack_dev", capsys)
+    assert "aten::cat" in ops  # the device registers cat: stack's composite kernel runs above it
+    assert "aten::stack" not in ops
+
+
+def test_select_decides_each_dtype_from_the_device_side_evidence(
+    recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, out = recorded["base"], recorded["base"] / "configs"
+    argv = ["select", "--profile", str(base / "profile.yaml"), "--capabilities", str(base / "caps.yaml")]
+    assert main([*argv, "--store", str(recorded["store"]), "--out", str(out)]) == 0
+    entries = yaml.safe_load((out / "test_dev.yaml").read_text())["test_suite_config"]["files"][0]["tests"]
+    modes = {(e["names"][0], tuple(e.get("only", {}).get("dtypes", []))): e for e in entries}
+    assert modes[("TestDev::test_cumsum", ())]["mode"] == "mandatory_success"
+    lacking = modes[("TestDev::test_cumsum", ("float64",))]
+    assert lacking["mode"] == "xfail_strict"
+    assert lacking["reason"] == "dev lacks aten::cumsum (float64)"
+    assert modes[("TestDev::test_compare", ())]["mode"] == "mandatory_success"
+    assert modes[("TestDev::test_stack", ())]["mode"] == "mandatory_success"
+    failing = modes[("TestDev::test_fails_anywhere", ())]
+    assert failing["mode"] == "xfail_strict"
+    assert "fails on the recording device" in failing["reason"]
+
+
+def test_enable_op_names_exactly_the_cases_that_ran_it(
+    recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = recorded["base"]
+    argv = ["enable-op", "aten::cumsum", "--dtypes", "float64", "--profile", str(base / "profile.yaml")]
+    argv += ["--capabilities", str(base / "caps.yaml"), "--store", str(recorded["store"]), "--json"]
+    assert main(argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert {entry["node_id"] for entry in shown["admitted"]} == {"test_dev.py::TestDev::test_cumsum"}
+    assert shown["still_blocked"] == []
+
+
+def test_a_pytest_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "root" / "test").mkdir(parents=True)
+    (tmp_path / "root" / "test" / "test_dev.py").write_text(DEVICE_TESTS, encoding="utf-8")
+    argv = ["evidence", "--torch-root", "root", "--store", "s.sqlite"]
+    env = {"PYTEST_ADDOPTS": "--no-such-option", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([TESTSELECT, *argv], cwd=tmp_path, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 1
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "pytest exited 4" in line
+    assert "--no-such-option" in line
