@@ -164,11 +164,14 @@ def test_records_checked_with_located_errors(tmp_path: Path) -> None:
         ({**GOOD, "generic": "test_x"}, "generic: expected Class::test"),
         ({**GOOD, "failure": []}, "failure: expected an object"),
         ({**GOOD, "duration": "1s"}, "duration: expected a number of seconds"),
+        ({**GOOD, "timeout": "15 s"}, "timeout: expected a number of seconds"),
         ([GOOD], "a record is a JSON object"),
     ]:
         path.write_text(json.dumps(GOOD) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
         with pytest.raises(RecordsError, match=rf"^{path}:2: {message}"):
             read_records(path)
+    path.write_text(json.dumps({**GOOD, "outcome": "timeout", "timeout": "15"}) + "\n", encoding="utf-8")
+    assert [r.outcome for r in read_records(path)] == ["timeout"]  # testreuse writes the limit as text
     path.write_text(json.dumps(GOOD) + '\n{"nodeid": "test/t.py::TestT', encoding="utf-8")  # torn by a killed writer
     assert [r.nodeid for r in read_records(path)] == [GOOD["nodeid"]]
     path.write_bytes(json.dumps(GOOD).encode() + b"\n\xff\xfe\n")

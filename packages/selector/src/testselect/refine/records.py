@@ -91,13 +91,23 @@ def _check(record: object, where: str) -> Record:
         raise RecordsError(f"{where}: failure: expected an object, got {_shown(failure)}")
     for key in ("duration", "timeout"):
         value = record.get(key)
+        if key == "timeout" and isinstance(value, str):  # testreuse writes a timeout's limit as its text: "15"
+            value = _number(value)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
         ):
-            raise RecordsError(f"{where}: {key}: expected a number of seconds, got {_shown(value)}")
+            raise RecordsError(f"{where}: {key}: expected a number of seconds, got {_shown(record.get(key))}")
     return Record(
         nodeid, outcome, mode, generic, record.get("op"), record.get("module"), tuple(dtypes or ()), where, record
     )
+
+
+def _number(text: str) -> float | str:
+    """`"15"` as 15.0; text that is not a number stays text (and is refused)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _shown(value: object) -> str:
