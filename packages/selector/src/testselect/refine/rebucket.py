@@ -96,26 +96,26 @@ def _abs_error(case: DeviceCase) -> float:
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.inf
 
 
-def want(cases: Sequence[DeviceCase], device: str) -> Want:
+def want(cases: Sequence[DeviceCase], device: str, source: str = "device run") -> Want:
     """The entry the cases want: all passed, all failed one way, or split (their causes named)."""
     keys = sorted({case_key(c) for c in cases})
     runs = _runs(cases)
     if keys == [PASS]:
-        return Want(PASS, "mandatory_success", f"passed on {device} in run {runs}", "device run: passed")
+        return Want(PASS, "mandatory_success", f"passed on {device} in run {runs}", f"{source}: passed")
     failing = sorted((c for c in cases if c.category is not None), key=lambda c: c.node_id)
     if len(keys) == 1:
         worst = max(failing, key=_abs_error) if keys[0] == "numerics" else failing[0]
         category = str(worst.category)
-        return Want(keys[0], MODE_OF.get(category, "xfail_strict"), worst.reason, f"device run: {category}")
+        return Want(keys[0], MODE_OF.get(category, "xfail_strict"), worst.reason, f"{source}: {category}")
     key = "mixed: " + " | ".join(keys)
     died = [c for c in failing if c.category in DIED]
     share = f"{len(failing)} of {len(cases)} cases"
     if died:  # a crash fails a run in any mode: only skip keeps it out
-        return Want(key, "skip", f"{died[0].reason} ({share} fail)", f"device run: {died[0].category}")
+        return Want(key, "skip", f"{died[0].reason} ({share} fail)", f"{source}: {died[0].category}")
     causes = Counter(c.reason if c.category != "numerics" else "results not close" for c in failing)
     shown = "; ".join(reason for reason, _ in sorted(causes.items(), key=lambda kv: (-kv[1], kv[0]))[:2])
     more = f" and {len(causes) - 2} more causes" if len(causes) > 2 else ""
-    return Want(key, "xfail", f"{share} fail on {device} in run {runs}: {shown}{more}", "device run: mixed")
+    return Want(key, "xfail", f"{share} fail on {device} in run {runs}: {shown}{more}", f"{source}: mixed")
 
 
 def _slices(entry: Decision, cases: Sequence[DeviceCase]) -> dict[tuple, list[DeviceCase]]:
@@ -139,10 +139,10 @@ def _slices(entry: Decision, cases: Sequence[DeviceCase]) -> dict[tuple, list[De
     return slices
 
 
-def split(entry: Decision, cases: Sequence[DeviceCase], device: str) -> list[Decision]:
+def split(entry: Decision, cases: Sequence[DeviceCase], device: str, source: str = "device run") -> list[Decision]:
     """`entry` re-bucketed by the cases it decides, then its narrower entries."""
     slices = _slices(entry, cases)
-    wants = {k: want(v, device) for k, v in slices.items()}
+    wants = {k: want(v, device, source) for k, v in slices.items()}
     if (None, None) in slices:  # no `only` can single these out: the entry itself is theirs
         head = wants[(None, None)]
     else:
@@ -150,7 +150,7 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str) -> list[Dec
         for k, v in slices.items():
             sizes[wants[k].key] += len(v)
         top = min(sizes, key=lambda key: (-sizes[key], key != PASS, key))
-        head = want([c for k, v in slices.items() if wants[k].key == top for c in v], device)
+        head = want([c for k, v in slices.items() if wants[k].key == top for c in v], device, source)
     if head.mode == entry.mode == "mandatory_success":
         first = entry
     else:
@@ -176,7 +176,7 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str) -> list[Dec
 
     def scoped(kind: str, items: list[tuple[str, list[DeviceCase]]], dtype: str | None) -> Decision:
         names = tuple(sorted(name for name, _ in items))
-        w = want([c for _, v in items for c in v], device)
+        w = want([c for _, v in items for c in v], device, source)
         ops, modules = (names, ()) if kind == "ops" else ((), names)
         return Decision(entry.node_id, w.mode, w.reason, w.basis, dtype, ops, modules)
 
@@ -185,13 +185,16 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str) -> list[Dec
     for (kind, _key, dtype), items in sorted(by_dtype.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
         narrow.append(scoped(kind, items, dtype))
     for dtype, v in sorted(plain.items()):
-        w = want(v, device)
+        w = want(v, device, source)
         narrow.append(Decision(entry.node_id, w.mode, w.reason, w.basis, dtype))
     return [first, *narrow]
 
 
-def rebucket(decisions: list[Decision], cases: Sequence[DeviceCase], device: str) -> list[Decision]:
-    """One test's predicted entries with the device's observations applied; unchanged when none ran."""
+def rebucket(
+    decisions: list[Decision], cases: Sequence[DeviceCase], device: str, source: str = "device run"
+) -> list[Decision]:
+    """One test's predicted entries with the cases' ends applied (unchanged when none ran); `source` names where
+    the ends come from in each entry's basis: a device run, or device-side evidence."""
     if not cases:
         return decisions
     entries = [Entry.of(d) for d in decisions]
@@ -202,5 +205,5 @@ def rebucket(decisions: list[Decision], cases: Sequence[DeviceCase], device: str
             owned[at].append(case)
     out: list[Decision] = []
     for i, decision in enumerate(decisions):
-        out.extend(split(decision, owned[i], device) if owned.get(i) else [decision])
+        out.extend(split(decision, owned[i], device, source) if owned.get(i) else [decision])
     return out

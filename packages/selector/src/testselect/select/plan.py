@@ -6,7 +6,6 @@ imports testreuse, whose own `testreuse validate` is the check.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections import Counter, defaultdict
@@ -104,15 +103,9 @@ def decide(reasoner: Reasoner, test: TestFacts) -> list[Decision]:
     decisions = reasoner.bucket(test)
     if test.recorded and device:  # what reached the recording device decides each case it made
         predicted = [reasoner.predict(case) for case in test.recorded]
-        decisions = [_predicted(d) for d in rebucket(decisions, predicted, RECORDING)]
+        decisions = rebucket(decisions, predicted, RECORDING, source="device-side evidence")
     cases = [c for c in test.device_cases if c.device == device]
     return rebucket(decisions, cases, device) if cases and device else decisions
-
-
-def _predicted(decision: Decision) -> Decision:
-    """A decision re-bucketed from device-side evidence says so, not that it ran on the device."""
-    basis = decision.basis.replace("device run", "device-side evidence", 1)
-    return dataclasses.replace(decision, basis=basis) if basis != decision.basis else decision
 
 
 def config_name(path: str) -> str:

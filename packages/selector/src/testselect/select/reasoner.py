@@ -173,21 +173,11 @@ class RuleReasoner:
         return None
 
     def _missing(self, case: CaseFacts) -> list[str]:
-        """Each aten op the case ran that the device lacks, or `op (dtype)` when it lacks it for the case's dtype.
-
-        Only the case's own dtype counts: an int64 index or a CPU-side reference in another dtype is not the case.
-        """
-        if self.capabilities is None:
-            return []
-        missing = []
-        for op, dtypes in sorted(case.ops.items()):
-            have = self.capabilities.aten_ops.get(op)
-            if have is None:
-                if not any(fnmatch.fnmatchcase(op, glob) for glob in self.profile.provided_ops):
-                    missing.append(op)
-            elif have and case.dtype in dtypes and case.dtype not in have:  # no dtypes listed: any
-                missing.append(f"{op} ({case.dtype})")
-        return missing
+        """Each aten op the case ran on CPU that the device lacks, or `op (dtype)` when it lacks it for the case's
+        dtype. Only the case's own dtype counts: an int64 index or a CPU-side reference in another dtype is not the
+        case."""
+        own = frozenset({case.dtype}) if case.dtype is not None else frozenset()
+        return self._lacking({op: dtypes & own for op, dtypes in case.ops.items()})
 
     def predict(self, case: RecordedCase) -> DeviceCase:
         """How the case would end on the device: as on the recording device, unless an op reached it that the
@@ -216,7 +206,8 @@ class RuleReasoner:
         return ended(None)
 
     def _lacking(self, ops: dict[str, frozenset[str]]) -> list[str]:
-        """The ops (or `op (dtype)`) that reached the device and that its export does not register for them."""
+        """The ops (or `op (dtype)`) whose dtypes the device's export does not register them for; an op the export
+        lists without dtypes takes any."""
         if self.capabilities is None:
             return []
         lacking = []
@@ -225,7 +216,7 @@ class RuleReasoner:
             if have is None:
                 if not any(fnmatch.fnmatchcase(op, glob) for glob in self.profile.provided_ops):
                     lacking.append(op)
-            elif have:  # no dtypes listed: any
+            elif have:
                 lacking.extend(f"{op} ({d})" for d in sorted(dtypes - have))
         return lacking
 
