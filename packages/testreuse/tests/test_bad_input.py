@@ -87,6 +87,8 @@ def test_a_capabilities_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys
         ("{}", ":5:72: test_suite_config.files[0].tests[0].only: an empty scope matches no case"),
         ("{ops: []}", ":5:78: test_suite_config.files[0].tests[0].only.ops: List should have at least 1 item"),
         ("{dtypes: [], ops: [add]}", ".only.dtypes: List should have at least 1 item"),
+        ("{dtypes: [[]]}", ".only.dtypes[0]: [] is neither a dtype name nor a non-empty list of dtype names"),
+        ("{dtypes: [[float32, nosuch]]}", ".only.dtypes[0]: 'nosuch' is not a torch dtype"),
     ],
 )
 def test_empty_scopes_are_refused(tmp_path: Path, capsys, torch_root: Path, only: str, expected: str) -> None:

@@ -85,3 +85,35 @@ def test_labels_and_shapes_come_from_every_matching_rule(decide_case) -> None:
     decision, shapes = decide_case(Case("TestSmall", "test_op", "add", ("float32",)))
     assert decision.labels == ("trunk", "nightly")
     assert shapes == [(5, 5)]
+
+
+PAIRS = """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_small.py
+      tests:
+        - names: [TestSmall::test_pair]
+        - names: [TestSmall::test_pair]
+          only: {dtypes: [[float32, int64], bool]}
+          mode: xfail_strict
+          reason: one cell and every bool case
+"""
+
+
+@pytest.mark.parametrize(
+    ("dtypes", "mode"),
+    [
+        (("float32", "int64"), Mode.xfail_strict),
+        (("int64", "float32"), Mode.mandatory_success),  # a combination is ordered, as torch names the case
+        (("float32", "float32"), Mode.mandatory_success),
+        (("float32",), Mode.mandatory_success),
+        (("float32", "int64", "int64"), Mode.mandatory_success),
+        (("bool", "float32"), Mode.xfail_strict),
+    ],
+)
+def test_only_dtypes_combination_matches_one_cell(
+    write, tmp_path: Path, torch_root: Path, dtypes: tuple[str, ...], mode: Mode
+) -> None:
+    plan = load_plan([write(tmp_path / "c.yaml", PAIRS)], torch_root)
+    (file_plan,) = plan.files.values()
+    assert decide(plan, file_plan, Case("TestSmall", "test_pair", dtypes=dtypes)).mode == mode

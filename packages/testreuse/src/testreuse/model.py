@@ -76,7 +76,17 @@ def _torch_specifier(text: str) -> str:
     return text
 
 
+def _dtype_scope(value: Any) -> Any:
+    """An `only.dtypes` item: a dtype name, or one combination as a non-empty list of names."""
+    if isinstance(value, str):
+        return _torch_dtype(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [_torch_dtype(v) for v in value]
+    raise ValueError(f"{value!r} is neither a dtype name nor a non-empty list of dtype names (one combination)")
+
+
 DtypeName = Annotated[str, AfterValidator(_torch_dtype)]
+DtypeScope = Annotated[str | list[str], BeforeValidator(_dtype_scope)]
 TorchSpecifier = Annotated[
     str,
     AfterValidator(_torch_specifier),
@@ -165,7 +175,12 @@ class Scope(Strict):
     """Restrict a rule to some cases of its tests (op, dtype, module) or torch versions; an empty one matches none."""
 
     ops: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
-    dtypes: list[DtypeName] | None = Field(None, min_length=1)
+    dtypes: list[DtypeScope] | None = Field(
+        None,
+        min_length=1,
+        description="A case with one of these dtypes; a list item, e.g. [float32, int64], matches a case whose dtypes "
+        "are exactly those, in that order (one cell of a test parametrized by two dtypes).",
+    )
     modules: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
     torch: TorchSpecifier | None = None
 

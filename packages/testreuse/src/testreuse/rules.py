@@ -63,9 +63,14 @@ def _in_scope(placed: PlacedRule, case: Case) -> bool:
         return False
     if only.ops is not None and case.op not in only.ops:
         return False
-    if only.dtypes is not None and not set(case.dtypes) & set(only.dtypes):
+    if only.dtypes is not None and not any(_dtype_matches(item, case.dtypes) for item in only.dtypes):
         return False
     return only.modules is None or case.module in only.modules
+
+
+def _dtype_matches(item: str | list[str], dtypes: tuple[str, ...]) -> bool:
+    """`only.dtypes` item: a name is one of the case's dtypes; a list is all of them, in torch's order."""
+    return item in dtypes if isinstance(item, str) else tuple(item) == dtypes
 
 
 def _specificity(placed: PlacedRule, case: Case) -> tuple[int, int, int]:
