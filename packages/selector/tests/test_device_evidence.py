@@ -37,6 +37,24 @@ class TestDev(TestCase):
     def test_fails_anywhere(self, device):
         self.assertEqual(torch.ones(1, device=device).item(), 2.0)
 
+    @dtypes(*[(a, b) for a in (torch.float32, torch.float64) for b in (torch.float32, torch.float64)])
+    def test_pair(self, device, dtypes):
+        a = torch.ones(3, device=device, dtype=dtypes[0])
+        b = torch.ones(3, device=device, dtype=dtypes[1])
+        self.assertEqual(a.cumsum(0)[-1].item() + b[0].item(), 4.0)
+
+
+def _made(scale):
+    def test(self, device):
+        a = torch.ones(2, device=device)
+        self.assertEqual((a + a).cpu(), torch.full((2,), 2.0) * scale)
+
+    return test
+
+
+for _scale in (1, 2):  # made at import time: the syntax tree has no such test
+    setattr(TestDev, f"test_made_{_scale}", _made(_scale))
+
 
 instantiate_device_type_tests(TestDev, globals())
 
@@ -79,7 +97,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["observed"] == {"failed": 1, "passed": 4}, report
+    assert report["observed"] == {"failed": 2, "passed": 9}, report
     return {"base": base, "store": base / "rel.sqlite"}
 
 
@@ -116,7 +134,7 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     argv = ["select", "--profile", str(base / "profile.yaml"), "--capabilities", str(base / "caps.yaml")]
     assert main([*argv, "--store", str(recorded["store"]), "--out", str(out)]) == 0
     entries = yaml.safe_load((out / "test_dev.yaml").read_text())["test_suite_config"]["files"][0]["tests"]
-    modes = {(e["names"][0], tuple(e.get("only", {}).get("dtypes", []))): e for e in entries}
+    modes = {(e["names"][0], tuple(map(str, e.get("only", {}).get("dtypes", [])))): e for e in entries}
     assert modes[("TestDev::test_cumsum", ())]["mode"] == "mandatory_success"
     lacking = modes[("TestDev::test_cumsum", ("float64",))]
     assert lacking["mode"] == "xfail_strict"
@@ -128,6 +146,26 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     assert "fails on the recording device" in failing["reason"]
 
 
+def test_cells_and_tests_made_at_import_are_decided_from_their_cases(
+    recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, out = recorded["base"], recorded["base"] / "cells"
+    argv = ["select", "--profile", str(base / "profile.yaml"), "--capabilities", str(base / "caps.yaml")]
+    assert main([*argv, "--store", str(recorded["store"]), "--out", str(out)]) == 0
+    entries = yaml.safe_load((out / "test_dev.yaml").read_text())["test_suite_config"]["files"][0]["tests"]
+    pair = [(e["mode"], e.get("only")) for e in entries if e["names"] == ["TestDev::test_pair"]]
+    # cumsum lacks float64: the cells whose first tensor is float64, and only those, are held back
+    assert pair == [
+        ("mandatory_success", None),
+        ("xfail_strict", {"dtypes": [["float64", "float32"], ["float64", "float64"]]}),
+    ]
+    made = {e["names"][0]: (e["mode"], e["reason"]) for e in entries if e["names"][0].startswith("TestDev::test_made")}
+    assert made == {
+        "TestDev::test_made_1": ("mandatory_success", "no unsupported dtype, op, feature or restriction found"),
+        "TestDev::test_made_2": ("xfail_strict", "fails on the recording device, which computes every op on CPU"),
+    }
+
+
 def test_enable_op_names_exactly_the_cases_that_ran_it(
     recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,7 +174,8 @@ def test_enable_op_names_exactly_the_cases_that_ran_it(
     argv += ["--capabilities", str(base / "caps.yaml"), "--store", str(recorded["store"]), "--json"]
     assert main(argv) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert {entry["node_id"] for entry in shown["admitted"]} == {"test_dev.py::TestDev::test_cumsum"}
+    admitted = {entry["node_id"] for entry in shown["admitted"]}
+    assert admitted == {"test_dev.py::TestDev::test_cumsum", "test_dev.py::TestDev::test_pair"}
     assert shown["still_blocked"] == []
 
 

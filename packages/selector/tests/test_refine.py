@@ -129,6 +129,40 @@ def test_cases_no_only_can_tell_apart_make_one_xfail_naming_their_causes() -> No
     ]
 
 
+def test_cells_of_a_two_dtype_test_are_scoped_by_their_exact_combination() -> None:
+    pairs = [("float32", "int64"), ("int64", "float32"), ("float32", "float32"), ("int64", "int64")]
+    cases = [case(f"c{i}", dtypes=pair) for i, pair in enumerate(pairs)]
+    cases.append(case("lack1", "failed", ("bool", "int64"), **LACKS))
+    cases.append(case("lack2", "failed", ("int64", "bool"), **LACKS))
+    cases.append(case("close", "failed", ("bool", "bool"), category="numerics", reason="not close", max_abs=1.0))
+    got = rebucket([RULES], cases, "toy")
+    lacking = (("bool", "int64"), ("int64", "bool"))
+    assert got == [
+        RULES,  # the passing cells need no narrower scope
+        Decision(T, "xfail_strict", "not close", "device run: numerics", combos=(("bool", "bool"),)),
+        Decision(T, "xfail_strict", LACKS["reason"], "device run: unsupported_op", combos=lacking),
+    ]
+    tests = yaml.safe_load(render("t.py", got, "toy"))["test_suite_config"]["files"][0]["tests"]
+    assert [t.get("only") for t in tests] == [
+        None,
+        {"dtypes": [["bool", "bool"]]},
+        {"dtypes": [["bool", "int64"], ["int64", "bool"]]},
+    ]
+
+
+def test_a_cell_a_dtype_entry_would_take_gets_its_own_entry() -> None:
+    lacks16 = case("h", "failed", ("float16",), **LACKS)
+    cells = [case("a", dtypes=("float16", "int64")), case("b", dtypes=("float32", "int64"))]
+    got = rebucket([RULES], [case("x"), lacks16, *cells], "toy")
+    assert got[1] == Decision(T, "xfail_strict", LACKS["reason"], "device run: unsupported_op", "float16")
+    # only: {dtypes: [float16]} matches the (float16, int64) cell too: the passing cell is put back after it
+    assert got[2:] == [
+        Decision(
+            T, "mandatory_success", "passed on toy in run r1", "device run: passed", combos=(("float16", "int64"),)
+        )
+    ]
+
+
 def test_a_crash_or_timeout_is_skipped_and_a_flaky_case_is_xfail() -> None:
     crash = {"category": "crash", "reason": "crash: the test process was killed by SIGSEGV"}
     got = rebucket([RULES], [case("a"), case("b", "crashed", ("float16",), **crash)], "toy")

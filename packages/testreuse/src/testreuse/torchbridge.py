@@ -294,7 +294,7 @@ def case_params(cls: type, method: str) -> CaseParams:
     if issubclass(cls, DeviceTypeTestBase) and len(cls.__bases__) == 2:
         generic = cls.__bases__[1]
     function = inspect.getattr_static(cls, method)
-    test_name = _generic_test_name(cls, method, getattr(inspect.unwrap(function), "__name__", method))
+    test_name = _generic_test_name(cls, method, inspect.unwrap(function))
     try:
         kwargs = inspect.signature(function, follow_wrapped=False).parameters["param_kwargs"].default
     except (KeyError, ValueError, TypeError):
@@ -315,14 +315,21 @@ def case_params(cls: type, method: str) -> CaseParams:
     )
 
 
-def _generic_test_name(cls: type, method: str, function_name: str) -> str:
-    """The generic test's name: its function's own name, unless the test was set under another name (a `setattr`
-    loop, a lambda), where it is the instantiated name up to its device suffix (torch appends `_<device>...`)."""
-    if method == function_name or method.startswith(f"{function_name}_"):
+def _generic_test_name(cls: type, method: str, function: Any) -> str:
+    """The generic test's name: its function's own name when the function was defined in a class body under it;
+    else (a factory's `test` set by a `setattr` loop, a lambda) the instantiated name up to its device suffix
+    (torch names a case `<name><params>_<device><dtypes>`; a privateuse1 class's suffix is the backend's name)."""
+    function_name = getattr(function, "__name__", method)
+    qualname = getattr(function, "__qualname__", "")
+    owner = qualname.split(".")[-2] if "." in qualname else "<module>"
+    in_class_body = owner not in ("<locals>", "<module>")  # `Cls.test`: not `factory.<locals>.test`, not `f`
+    if in_class_body and (method == function_name or method.startswith(f"{function_name}_")):
         return function_name
     device = getattr(cls, "device_type", None)
+    if device == "privateuse1":
+        device = backend_name()
     cut = method.rfind(f"_{device}") if device else -1
-    return method[:cut] if cut > 0 else function_name
+    return method[:cut] if cut > 0 else method
 
 
 @contextlib.contextmanager

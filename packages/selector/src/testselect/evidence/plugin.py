@@ -56,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         ops = sorted(_ids(config.getoption("evidence_device_ops")))
         evidence.device = install(name, config.getoption("evidence_device_count"), build_root(), ops)
+        evidence.device_name = name
     config.pluginmanager.register(evidence, "testselect-evidence")
 
 
@@ -72,17 +73,24 @@ def _ids(path: str | None) -> set[str]:
     return set(Path(path).read_text(encoding="utf-8").split()) if path else set()
 
 
-def generic_id(item: pytest.Item) -> str:
+def generic_id(item: pytest.Item, device: str) -> str:
     """`file::TestFoo::test_bar` for `file::TestFooCPU::test_bar_cpu_float32`: the index's node id.
 
     The device class's generic class is the most basic class of its MRO whose name prefixes its own, and
-    torch's instantiation wraps each test with `functools.wraps`, so `__name__` is the generic method's.
+    torch's instantiation wraps each test with `functools.wraps`, so `__name__` is the generic method's when the
+    function was defined in a class body. A test set under another name (a factory's `test` in a `setattr` loop,
+    a lambda) is named by its instantiated name up to the `_<device>` suffix torch appends.
     """
     path = item.nodeid.split("::", 1)[0]
-    name = getattr(getattr(item, "obj", None), "__name__", item.name)
+    obj = getattr(item, "obj", None)
+    name = getattr(obj, "__name__", item.name)
     cls = getattr(item, "cls", None)
     if cls is None:
         return f"{path}::{name}"
+    qualname = getattr(obj, "__qualname__", "")
+    if "." not in qualname or qualname.split(".")[-2] == "<locals>":  # not `Cls.test`: set under another name
+        cut = item.name.rfind(f"_{device}") if getattr(cls, "device_type", None) else -1
+        name = item.name[:cut] if cut > 0 else item.name
     generic = next(c for c in reversed(cls.__mro__) if cls.__name__.startswith(c.__name__) and c.__name__ != "object")
     return f"{path}::{generic.__name__}::{name}"
 
@@ -98,6 +106,7 @@ class Evidence:
         self.timeout = timeout
         self.reports: dict[str, list[pytest.TestReport]] = {}
         self.device: Any = None  # the recording device's extension, when the cases run on it
+        self.device_name = "cpu"  # the device the cases are instantiated for: their names end `_<device>...`
 
     def _write(self, line: dict) -> None:
         self.stream.write(json.dumps(line, sort_keys=True) + "\n")
@@ -111,7 +120,7 @@ class Evidence:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
-        generic = generic_id(item)
+        generic = generic_id(item, self.device_name)
         self._write({"event": "start", "nodeid": item.nodeid, "generic": generic})
         from testselect.torchprivate import case_params  # torch only once a case runs
 
@@ -158,7 +167,7 @@ class Evidence:
             return (yield)
         from testselect.torchprivate import CompiledOpRecorder, OpRecorder  # torch only once a case runs
 
-        compiled = generic_id(item) in self.compiled
+        compiled = generic_id(item, self.device_name) in self.compiled
         recorder = item.stash[_RECORDER] = CompiledOpRecorder() if compiled else OpRecorder()
         with recorder:
             return (yield)

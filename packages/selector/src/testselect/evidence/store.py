@@ -7,14 +7,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from testselect.index.store import Store
+from testselect.index.store import Store, current_join
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cases (
     id INTEGER PRIMARY KEY,
     node_id TEXT NOT NULL UNIQUE,   -- the pytest node id under test/, e.g. file::TestFooCPU::test_bar_cpu_float32
     test_node_id TEXT NOT NULL,     -- the generic test's node id (tests.node_id when the index has it)
-    content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit re-observes
+    content_hash TEXT NOT NULL,     -- tests.content_hash when observed; for a test made at import time (not in
+                                    -- the index) 'file:' and its file's sha256; '' if the file is not indexed
     outcome TEXT NOT NULL,          -- passed failed error skipped xfailed xpassed crashed timeout
     duration REAL NOT NULL,
     recorder TEXT NOT NULL DEFAULT 'eager', -- eager / compiled: on CPU; device: what reached the recording device
@@ -73,8 +74,7 @@ def ensure(store: Store) -> None:
 
 
 def record(store: Store, case: Case) -> None:
-    """Replace the case's previous observation; its content hash is the indexed test's as of now."""
-    row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (case.test_node_id,)).fetchone()
+    """Replace the case's previous observation; its content hash is the indexed test's (or file's) as of now."""
     store.db.execute("DELETE FROM cases WHERE node_id = ?", (case.node_id,))
     case_id = store.db.execute(
         "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration, recorder, opinfo, module, "
@@ -82,7 +82,7 @@ def record(store: Store, case: Case) -> None:
         (
             case.node_id,
             case.test_node_id,
-            row[0] if row else "",
+            store.content_hash(case.test_node_id),
             case.outcome,
             case.duration,
             case.recorder,
@@ -100,10 +100,7 @@ def record(store: Store, case: Case) -> None:
 
 def current(store: Store) -> set[str]:
     """Node ids of cases recorded against their test's current content hash: the ones a rerun skips."""
-    query = (
-        "SELECT c.node_id FROM cases c LEFT JOIN tests t ON t.node_id = c.test_node_id "
-        "WHERE c.content_hash = coalesce(t.content_hash, '')"
-    )
+    query = f"SELECT c.node_id FROM cases c {current_join('c')}"
     return {row[0] for row in store.db.execute(query)}
 
 

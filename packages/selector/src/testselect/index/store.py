@@ -51,6 +51,17 @@ CREATE INDEX tests_file ON tests(file_id);
 """
 
 
+def current_join(alias: str) -> str:
+    """Joins and a WHERE clause keeping the rows of table `alias` (cases or device cases, by `test_node_id`) that
+    are current: recorded against their indexed test's content hash, or, for a test made at import time that the
+    index cannot see, against its file's (`file:` and the sha256)."""
+    return (
+        f"LEFT JOIN tests t ON t.node_id = {alias}.test_node_id "
+        f"LEFT JOIN files f ON f.path = substr({alias}.test_node_id, 1, instr({alias}.test_node_id, '::') - 1) "
+        f"WHERE {alias}.content_hash = coalesce(t.content_hash, 'file:' || f.sha256, '')"
+    )
+
+
 class StoreError(Exception):
     """A store path that is not a testselect index (another SQLite file, not SQLite at all, unreadable)."""
 
@@ -191,6 +202,16 @@ class Store:
         cursor = self.db.execute(f"SELECT id, {_COLUMNS} FROM tests WHERE node_id = ?", (node_id,))
         row = cursor.fetchone()
         return _decode(dict(zip([d[0] for d in cursor.description], row, strict=True))) if row else None
+
+    def content_hash(self, test_node_id: str) -> str:
+        """What an observation of the test is current against (see `current_join`): its content hash, its file's
+        for a test the index does not hold, '' when the file is not indexed either."""
+        row = self.db.execute(
+            "SELECT content_hash FROM tests WHERE node_id = ? "
+            "UNION ALL SELECT 'file:' || sha256 FROM files WHERE path = ?",
+            (test_node_id, test_node_id.split("::", 1)[0]),
+        ).fetchone()
+        return row[0] if row else ""
 
     def totals(self) -> dict[str, int]:
         query = {

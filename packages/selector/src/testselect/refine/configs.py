@@ -50,7 +50,7 @@ def _entries(path: str, text: str, where: Path) -> tuple[dict[str, list[Entry]],
                     node_id,
                     str(test.get("mode", "mandatory_success")),
                     str(test.get("reason", "")),
-                    tuple(only.get("dtypes") or ()),
+                    tuple(d if isinstance(d, str) else tuple(d) for d in only.get("dtypes") or ()),
                     tuple(only.get("ops") or ()),
                     tuple(only.get("modules") or ()),
                 )

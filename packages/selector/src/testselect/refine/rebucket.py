@@ -33,22 +33,22 @@ class Entry:
     node_id: str
     mode: str
     reason: str
-    dtypes: tuple[str, ...] = ()
+    dtypes: tuple[str | tuple[str, ...], ...] = ()  # a name: one of the case's dtypes; a tuple: exactly those
     ops: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, d: Decision) -> Entry:
-        return cls(d.node_id, d.mode, d.reason, (d.dtype,) if d.dtype else (), d.ops, d.modules)
+        return cls(d.node_id, d.mode, d.reason, ((d.dtype,) if d.dtype else ()) + d.combos, d.ops, d.modules)
 
     @property
     def scoped(self) -> bool:
         return bool(self.dtypes or self.ops or self.modules)
 
     def matches(self, case: DeviceCase) -> bool:
-        """testreuse's `only`: every key given holds (`dtypes`: one of the case's dtypes)."""
+        """testreuse's `only`: every key given holds (`dtypes`: one of the case's dtypes, or all of them)."""
         return (
-            (not self.dtypes or any(d in self.dtypes for d in case.dtypes))
+            (not self.dtypes or any(d in case.dtypes if isinstance(d, str) else d == case.dtypes for d in self.dtypes))
             and (not self.ops or case.op in self.ops)
             and (not self.modules or case.module in self.modules)
         )
@@ -120,14 +120,19 @@ def want(cases: Sequence[DeviceCase], device: str, source: str = "device run") -
 
 def _slices(entry: Decision, cases: Sequence[DeviceCase]) -> dict[tuple, list[DeviceCase]]:
     """The cases split as finely as an `only` under `entry` can tell them apart: (("ops"|"modules", name) or None,
-    dtype or None). An op with a case of no single dtype is one slice; with op cases beside plain ones, the plain
-    ones are one slice (an `only: {dtypes}` entry would take the op cases of that dtype too)."""
+    dtype, dtype combination (a plain case of several dtypes) or None). An op with a case of no single dtype is one
+    slice; with op cases beside plain ones, the plain ones are one slice (an `only: {dtypes}` entry would take the
+    op cases of that dtype too)."""
 
     def selector(c: DeviceCase) -> tuple[str, str] | None:
         return ("ops", c.op) if c.op else ("modules", c.module) if c.module else None
 
-    def dtype(c: DeviceCase) -> str | None:
-        return c.dtypes[0] if entry.dtype is None and len(c.dtypes) == 1 else None
+    def dtype(c: DeviceCase) -> str | tuple[str, ...] | None:
+        if entry.dtype is not None or entry.combos or not c.dtypes:
+            return None
+        if len(c.dtypes) == 1:
+            return c.dtypes[0]
+        return c.dtypes if selector(c) is None else None
 
     undated = {selector(c) for c in cases if dtype(c) is None}
     mixed = any(selector(c) is not None for c in cases) and any(selector(c) is None for c in cases)
@@ -170,7 +175,7 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str, source: str
             if wants[k].key != head.key:
                 by_dtype[(sel[0], wants[k].key, str(k[1]))].append((sel[1], v))
     for (sel, dtype), v in slices.items():
-        if sel is None and dtype is not None and wants[(sel, dtype)].key != head.key:
+        if sel is None and isinstance(dtype, str) and wants[(sel, dtype)].key != head.key:
             plain[dtype] = v
     narrow = []
 
@@ -187,7 +192,34 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str, source: str
     for dtype, v in sorted(plain.items()):
         w = want(v, device, source)
         narrow.append(Decision(entry.node_id, w.mode, w.reason, w.basis, dtype))
-    return [first, *narrow]
+    combos = {k: v for k, v in slices.items() if isinstance(k[1], tuple)}
+    return [first, *narrow, *_cells(entry.node_id, [first, *narrow], combos, wants, device, source)]
+
+
+def _cells(
+    node_id: str,
+    entries: list[Decision],
+    combos: dict[tuple, list[DeviceCase]],
+    wants: dict[tuple, Want],
+    device: str,
+    source: str,
+) -> list[Decision]:
+    """Entries for the dtype combinations (cells of a test parametrized by several dtypes) that the entries before
+    them would decide otherwise than the cells' cases want: one entry per way of ending, listing its cells (an
+    exact combination matches no other case, so these come last)."""
+    scoped = [Entry.of(d) for d in entries]
+    apart: dict[str, list[tuple[tuple[str, ...], list[DeviceCase]]]] = defaultdict(list)
+    for (sel, combo), cases in combos.items():
+        w = wants[(sel, combo)]
+        at = deciding(scoped, cases[0])
+        decided = entries[at] if at is not None else None
+        if decided is None or decided.mode != w.mode or (w.mode != "mandatory_success" and decided.reason != w.reason):
+            apart[w.key].append((combo, cases))
+    out = []
+    for _key, cells in sorted(apart.items()):
+        w = want([c for _, v in cells for c in v], device, source)
+        out.append(Decision(node_id, w.mode, w.reason, w.basis, combos=tuple(sorted(c for c, _ in cells))))
+    return out
 
 
 def rebucket(

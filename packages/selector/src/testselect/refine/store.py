@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from testselect.index.store import Store
+from testselect.index.store import Store, current_join
 from testselect.select.reasoner import DeviceCase
 
 SCHEMA = """
@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS device_cases (
     category TEXT,                  -- NULL: passed; else testreuse triage's cause category, or flaky
     reason TEXT NOT NULL,           -- triage's one-line reason ('' for a pass)
     evidence TEXT NOT NULL,         -- JSON: triage's figures for the cause
-    content_hash TEXT NOT NULL,     -- tests.content_hash when observed ('' if not indexed): an edit makes it stale
+    content_hash TEXT NOT NULL,     -- as the evidence's cases.content_hash: an edit makes it stale
     run TEXT NOT NULL,              -- the run id (a crcr run's, or the results file's name)
     UNIQUE (device, node_id)
 );
@@ -43,7 +43,6 @@ def exists(store: Store) -> bool:
 
 def record(store: Store, test_node_id: str, case: DeviceCase) -> None:
     """Replace the case's previous observation on its device; the content hash is its indexed test's as of now."""
-    row = store.db.execute("SELECT content_hash FROM tests WHERE node_id = ?", (test_node_id,)).fetchone()
     store.db.execute("DELETE FROM device_cases WHERE device = ? AND node_id = ?", (case.device, case.node_id))
     store.db.execute(
         "INSERT INTO device_cases (device, node_id, test_node_id, op, module, dtypes, outcome, category, reason, "
@@ -59,7 +58,7 @@ def record(store: Store, test_node_id: str, case: DeviceCase) -> None:
             case.category,
             case.reason,
             json.dumps(case.evidence, sort_keys=True),
-            row[0] if row else "",
+            store.content_hash(test_node_id),
             case.run,
         ),
     )
@@ -71,9 +70,8 @@ def device_facts(store: Store) -> dict[str, list[DeviceCase]]:
         return {}
     query = (
         "SELECT d.test_node_id, d.node_id, d.device, d.run, d.outcome, d.op, d.module, d.dtypes, d.category, "
-        "d.reason, d.evidence FROM device_cases d JOIN tests t ON t.node_id = d.test_node_id "
-        "AND t.content_hash = d.content_hash ORDER BY d.node_id, d.device"  # stale rows: unknown
-    )
+        f"d.reason, d.evidence FROM device_cases d {current_join('d')} ORDER BY d.node_id, d.device"
+    )  # stale rows: unknown
     found: dict[str, list[DeviceCase]] = defaultdict(list)
     for test, node, device, run, outcome, op, module, dtypes, category, reason, evidence in store.db.execute(query):
         shape = tuple(json.loads(dtypes))
@@ -89,8 +87,7 @@ def totals(store: Store, device: str) -> dict[str, int]:
         return {"device_cases": 0, "current": 0}
     rows = store.db.execute("SELECT COUNT(*) FROM device_cases WHERE device = ?", (device,)).fetchone()[0]
     current = store.db.execute(
-        "SELECT COUNT(*) FROM device_cases d JOIN tests t ON t.node_id = d.test_node_id "
-        "AND t.content_hash = d.content_hash WHERE d.device = ?",
+        f"SELECT COUNT(*) FROM device_cases d {current_join('d')} AND d.device = ?",
         (device,),
     ).fetchone()[0]
     return {"device_cases": rows, "current": current}

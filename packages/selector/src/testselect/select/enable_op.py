@@ -46,18 +46,18 @@ def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Cap
 #: The bases of entries that an op the device lacks holds back: CPU op evidence, or device-side evidence.
 HELD_BY_OPS = ("op evidence: aten ops", "device-side evidence: unsupported_op")
 
-Key = tuple[str, str | None, tuple[str, ...], tuple[str, ...]]
+Key = tuple[str, str | None, tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]
 
 
 def _key(decision: Decision) -> Key:
-    """What an entry decides: its test, and the dtype, OpInfos and ModuleInfos it is scoped to."""
-    return decision.node_id, decision.dtype, decision.ops, decision.modules
+    """What an entry decides: its test, and the dtype, OpInfos, ModuleInfos and dtype combinations it is scoped to."""
+    return decision.node_id, decision.dtype, decision.ops, decision.modules, decision.combos
 
 
 def _effective(entries: dict[Key, Decision], key: Key) -> Decision:
     """The entry deciding these cases now: one of the same scope, else the test's dtype entry, else the test's."""
     node_id, dtype = key[0], key[1]
-    return entries.get(key) or entries.get((node_id, dtype, (), ())) or entries[(node_id, None, (), ())]
+    return entries.get(key) or entries.get((node_id, dtype, (), (), ())) or entries[(node_id, None, (), (), ())]
 
 
 def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, ...]) -> EnableOpReport:

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from testselect.evidence import store as evidence
-from testselect.index.store import Store
+from testselect.index.store import Store, current_join
 from testselect.refine import store as device_store
 from testselect.refine.rebucket import rebucket
 from testselect.select.reasoner import (
@@ -46,7 +46,7 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
             ops[case_id].setdefault(op, set()).add(dtype)
         evidence.ensure(store)
         current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome, c.recorder, c.opinfo, c.module, c.case_dtypes "
-        current += "FROM cases c JOIN tests t ON t.node_id = c.test_node_id AND t.content_hash = c.content_hash "
+        current += f"FROM cases c {current_join('c')} "
         current += "ORDER BY c.node_id"  # stale cases: unknown
         for case_id, node_id, test_node_id, outcome, kind, opinfo, module, case_dtypes in db.execute(current):
             ran = {op: frozenset(d) for op, d in ops[case_id].items()}
@@ -59,9 +59,11 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
     files: dict[str, tuple[str | None, list[TestFacts]]] = {
         path: (error, []) for path, error in db.execute("SELECT path, error FROM files ORDER BY path")
     }
+    indexed = set()
     for test in store.tests():
         path = test["node_id"].split("::")[0]
         params = test["params"]
+        indexed.add(test["node_id"])
         files[path][1].append(
             TestFacts(
                 node_id=test["node_id"],
@@ -75,6 +77,25 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
                 recorded=tuple(on_device.get(test["node_id"], [])),
             )
         )
+    made_at_import = sorted((set(cases) | set(on_device) | set(observed)) - indexed)
+    for node_id in made_at_import:  # set by code at import time (a `setattr` loop): only their cases tell of them
+        path, class_name = node_id.split("::")[:2]
+        if path in files and (path, class_name) in classes:
+            files[path][1].append(
+                TestFacts(
+                    node_id=node_id,
+                    features=(),
+                    dtypes=(),
+                    restrictions=(),
+                    instantiations=classes[(path, class_name)],
+                    cases=tuple(cases.get(node_id, [])),
+                    device_cases=tuple(observed.get(node_id, [])),
+                    recorded=tuple(on_device.get(node_id, [])),
+                )
+            )
+    if made_at_import:
+        for _error, tests in files.values():
+            tests.sort(key=lambda t: t.node_id)
     return files
 
 
@@ -132,8 +153,9 @@ def render(path: str, decisions: list[Decision], device: str) -> str:
         lines.append(f"          reason: {quote(d.reason)}")
         scope = (("ops", d.ops), ("modules", d.modules))
         only = [f"{key}: [{', '.join(quote(v) for v in values)}]" for key, values in scope if values]
-        if d.dtype is not None:
-            only.append(f"dtypes: [{d.dtype}]")
+        items = ([d.dtype] if d.dtype is not None else []) + [f"[{', '.join(combo)}]" for combo in d.combos]
+        if items:
+            only.append(f"dtypes: [{', '.join(items)}]")
         if only:
             lines.append(f"          only: {{{', '.join(only)}}}")
     if not decisions:

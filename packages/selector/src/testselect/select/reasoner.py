@@ -109,6 +109,7 @@ class Decision:
     dtype: str | None = None
     ops: tuple[str, ...] = ()  # only these OpInfos' cases (`only: {ops: [...]}`)
     modules: tuple[str, ...] = ()  # only these ModuleInfos' cases (`only: {modules: [...]}`)
+    combos: tuple[tuple[str, ...], ...] = ()  # only cases of exactly these dtypes (`only: {dtypes: [[a, b]]}`)
 
 
 class Reasoner(Protocol):
