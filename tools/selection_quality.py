@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -46,30 +48,43 @@ def _score(configs: Path, truth: list[Path], args: argparse.Namespace) -> dict:
 
 
 def _per_file(configs: Path, truth: list[Path], args: argparse.Namespace, label: str) -> dict[str, dict]:
-    """Each generated config scored alone, in a folder of its own."""
+    """Each generated config (of `--files`) scored alone, in a folder of its own, against its file's truth."""
     scores = {}
-    for config in sorted(configs.glob("test_*.yaml")):
+    for config in sorted(c for c in configs.glob("*.yaml") if any(c.match(glob) for glob in args.files)):
+        upstream = re.search(r"path: \$\{TORCH_ROOT\}/(\S+)", config.read_text(encoding="utf-8"))
+        if upstream is None:
+            continue
         with tempfile.TemporaryDirectory() as folder:
             shutil.copy(config, folder)
-            scores[config.name] = _score(Path(folder), truth, args)
+            own = Path(folder) / "truth.jsonl"
+            file = upstream.group(1)
+            own.write_text("".join(_records(truth, lambda r, file=file: r.get("file") == file)), encoding="utf-8")
+            scores[config.name] = _score(Path(folder), [own], args)
         s = scores[config.name]
         print(f"progress: {label} {config.name}: precision {s['precision']}, recall {s['recall']}", flush=True)
     return scores
 
 
+def _records(truth: list[Path], keep: Callable[[dict], bool]) -> Iterator[str]:
+    """The truth's record lines that `keep` accepts (a torn last line is no record)."""
+    for path in truth:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and keep(record):
+                yield line + "\n"
+
+
 def _device_run(configs: Path, truth: list[Path], args: argparse.Namespace, out: Path) -> int:
     """The truth's records of the cases the configs run (any mode but skip), as one run's results file."""
-    listed = json.loads(_run("testreuse", "list", str(configs), "--format", "json", "--torch-root", str(args.torch_root)))
+    argv = ["list", str(configs), "--format", "json", "--torch-root", str(args.torch_root)]
+    listed = json.loads(_run("testreuse", *argv))
     runs = {_under_test(c["nodeid"]) for c in listed["cases"] if c["mode"] != "skip"}
-    kept = 0
-    with out.open("w", encoding="utf-8") as sink:
-        for path in truth:
-            for line in path.read_text(encoding="utf-8").splitlines():
-                record = json.loads(line) if line.strip() else None
-                if record is not None and _under_test(record.get("nodeid", "")) in runs:
-                    sink.write(line + "\n")
-                    kept += 1
-    return kept
+    lines = list(_records(truth, lambda r: _under_test(str(r.get("nodeid", ""))) in runs))
+    out.write_text("".join(lines), encoding="utf-8")
+    return len(lines)
 
 
 def main() -> None:
@@ -81,6 +96,7 @@ def main() -> None:
     parser.add_argument("--capabilities", type=Path, required=True)
     parser.add_argument("--device", required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--files", nargs="+", default=["test_*.yaml"], help="configs to score (globs): test_*.yaml")
     args = parser.parse_args()
     truth = sorted((args.truth / "results").glob("run-*.jsonl"))
     if not truth:

@@ -40,6 +40,19 @@ def test_exports_every_registry_op_and_opinfo_entry() -> None:
     assert "aten::add.out" in aten
 
 
+def test_runtime_kernels_take_any_dtype_as_exported() -> None:
+    """The runtime's kernels move bytes: exported without dtypes, and a complex tensor makes the round trip."""
+    runtime = {op["name"]: op for op in capabilities()["aten_ops"] if op["kind"] == "runtime"}
+    assert {"aten::_copy_from", "aten::empty_strided", "aten::_local_scalar_dense"} <= runtime.keys()
+    assert all("dtypes" not in op for op in runtime.values())
+    x = torch.tensor([1 + 2j, -3.5j], dtype=torch.complex128)
+    on_ring = x.to("ring")
+    assert torch.equal(on_ring.clone().cpu(), x)
+    assert on_ring[0].item() == 1 + 2j
+    with pytest.raises(NotImplementedError, match=r"aten::add\.Tensor is not supported for dtype complex128"):
+        on_ring + on_ring
+
+
 @pytest.mark.parametrize("op", ["nonzero", "masked_select"])
 def test_an_out_form_the_device_refuses_is_not_exported(op: str) -> None:
     """The out= forms of data-dependent ops are refused by name: the export must not promise them."""

@@ -178,7 +178,7 @@ class RuleReasoner:
         dtype. Only the case's own dtype counts: an int64 index or a CPU-side reference in another dtype is not the
         case."""
         own = frozenset({case.dtype}) if case.dtype is not None else frozenset()
-        return self._lacking({op: dtypes & own for op, dtypes in case.ops.items()})
+        return self._lacking({op: dtypes & own for op, dtypes in case.ops.items()}, self.profile.provided_ops)
 
     def predict(self, case: RecordedCase) -> DeviceCase:
         """How the case would end on the device: as on the recording device, unless an op reached it that the
@@ -200,22 +200,22 @@ class RuleReasoner:
 
         if case.outcome in RECORDED_ENDS:
             return ended(*RECORDED_ENDS[case.outcome])
-        lacking = self._lacking(case.ops)
+        lacking = self._lacking(case.ops, ())  # what reached the device is registered there or not: no globs
         if lacking:
             shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
             return ended("unsupported_op", f"{self.profile.device} lacks {shown}")
         return ended(None)
 
-    def _lacking(self, ops: dict[str, frozenset[str]]) -> list[str]:
+    def _lacking(self, ops: dict[str, frozenset[str]], provided: tuple[str, ...]) -> list[str]:
         """The ops (or `op (dtype)`) whose dtypes the device's export does not register them for; an op the export
-        lists without dtypes takes any."""
+        lists without dtypes takes any, and one it does not list is lacking unless a `provided` glob names it."""
         if self.capabilities is None:
             return []
         lacking = []
         for op, dtypes in sorted(ops.items()):
             have = self.capabilities.aten_ops.get(op)
             if have is None:
-                if not any(fnmatch.fnmatchcase(op, glob) for glob in self.profile.provided_ops):
+                if not any(fnmatch.fnmatchcase(op, glob) for glob in provided):
                     lacking.append(op)
             elif have:
                 lacking.extend(f"{op} ({d})" for d in sorted(dtypes - have))
