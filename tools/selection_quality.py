@@ -48,21 +48,33 @@ def _score(configs: Path, truth: list[Path], args: argparse.Namespace) -> dict:
 
 
 def _per_file(configs: Path, truth: list[Path], args: argparse.Namespace, label: str) -> dict[str, dict]:
-    """Each generated config (of `--files`) scored alone, in a folder of its own, against its file's truth."""
-    scores = {}
+    """Each generated config (of `--files`) scored alone, in a folder of its own, against its file's truth; with
+    more than one, all of them together against their files' truth as the row `all N files`."""
+    chosen = {}
     for config in sorted(c for c in configs.glob("*.yaml") if any(c.match(glob) for glob in args.files)):
         upstream = re.search(r"path: \$\{TORCH_ROOT\}/(\S+)", config.read_text(encoding="utf-8"))
-        if upstream is None:
-            continue
-        with tempfile.TemporaryDirectory() as folder:
-            shutil.copy(config, folder)
-            own = Path(folder) / "truth.jsonl"
-            file = upstream.group(1)
-            own.write_text("".join(_records(truth, lambda r, file=file: r.get("file") == file)), encoding="utf-8")
-            scores[config.name] = _score(Path(folder), [own], args)
-        s = scores[config.name]
-        print(f"progress: {label} {config.name}: precision {s['precision']}, recall {s['recall']}", flush=True)
+        if upstream is not None:
+            chosen[config] = upstream.group(1)
+    groups = {config.name: {config: file} for config, file in chosen.items()}
+    if len(chosen) > 1:
+        groups[f"all {len(chosen)} files"] = chosen
+    scores = {}
+    for name, group in groups.items():
+        scores[name] = _score_alone(group, truth, args)
+        s = scores[name]
+        print(f"progress: {label} {name}: precision {s['precision']}, recall {s['recall']}", flush=True)
     return scores
+
+
+def _score_alone(group: dict[Path, str], truth: list[Path], args: argparse.Namespace) -> dict:
+    """These configs in a folder of their own (no device file beside them), scored against their files' truth."""
+    files = set(group.values())
+    with tempfile.TemporaryDirectory() as folder:
+        for config in group:
+            shutil.copy(config, folder)
+        own = Path(folder) / "truth.jsonl"
+        own.write_text("".join(_records(truth, lambda r: r.get("file") in files)), encoding="utf-8")
+        return _score(Path(folder), [own], args)
 
 
 def _records(truth: list[Path], keep: Callable[[dict], bool]) -> Iterator[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from testselect.cli import main
+from testselect.evidence import run as evidence_run
 
 TESTSELECT = Path(sys.executable).with_name("testselect")  # the console script of this environment
 
@@ -124,6 +126,23 @@ def test_embedded_view_ops_cases(tree: Path, tmp_path: Path, capsys: pytest.Capt
     shown = capsys.readouterr().out  # the generic test: both its cases
     assert "TestViewOpsCPU::test_view_as_real_cpu_complex128" in shown
     assert "TestViewOpsCPU::test_view_as_real_cpu_complex64" in shown
+
+
+def test_long_run_says_how_far_it_got(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(evidence_run, "PROGRESS_SECONDS", 0.0)  # a line at every poll
+    assert main(["evidence", "--torch-root", str(tiny), "--store", str(tmp_path / "index.sqlite")]) == 0
+    out, err = capsys.readouterr()
+    counts = [
+        int(n)
+        for n in re.findall(r"^progress: (\d+) cases observed by this run \(shard 0: \d+ in attempt \d\)", err, re.M)
+    ]
+    assert counts
+    assert counts == sorted(counts)
+    assert counts[-1] <= 4
+    assert "progress:" not in out
+    assert out.startswith("cases: 4 observed")
 
 
 def test_interrupted_run_resumes(tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

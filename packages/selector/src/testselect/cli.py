@@ -94,6 +94,11 @@ def _show(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _say(line: str) -> None:
+    """A long run's progress, on stderr: stdout is its report (JSON with --json)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _evidence(args: argparse.Namespace) -> int:
     root = Path(args.torch_root)
     if not root.is_dir():
@@ -106,7 +111,7 @@ def _evidence(args: argparse.Namespace) -> int:
     store = _store(args, create=True)
     try:
         workdir = Path(f"{args.store}.evidence")
-        report = run_evidence(root, store, args.shards, args.files, args.timeout, workdir, _recording(args))
+        report = run_evidence(root, store, args.shards, args.files, args.timeout, workdir, _recording(args), _say)
         totals = evidence.totals(store)
     finally:
         store.close()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from testselect.index.build import TreeError, index_tree, test_files, tree_test_
 from testselect.index.store import Store
 
 POLL_SECONDS = 0.2
+PROGRESS_SECONDS = 30.0  # how often a long run says how far it got
 _PYTEST_RAN = {0, 1, 5}  # pytest's ExitCode: ok, tests failed, none collected (all recorded already)
 
 
@@ -87,9 +89,10 @@ def run_evidence(
     timeout: float,
     workdir: Path,
     device: Recording | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> Report:
     """Observe every not-yet-recorded case of the selected files, on CPU or on the recording `device`, `shards`
-    pytest processes at a time."""
+    pytest processes at a time; `say` gets a `progress:` line every PROGRESS_SECONDS."""
     started = time.monotonic()
     workdir = workdir.resolve()  # the pytest processes run in the tree's test/ folder
     test_dir = tree_test_dir(torch_root.resolve())
@@ -110,8 +113,12 @@ def run_evidence(
     try:
         for shard in pending:
             _launch(shard, test_dir, store, workdir, timeout, report, device)
+        said = time.monotonic()
         while any(shard.process for shard in pending):
             time.sleep(POLL_SECONDS)
+            if time.monotonic() - said >= PROGRESS_SECONDS:
+                said = time.monotonic()
+                say(_progress(pending, workdir, report, said - started))
             for shard in pending:
                 if shard.process is None or shard.process.poll() is None:
                     continue
@@ -133,6 +140,17 @@ def run_evidence(
         store.commit()
         report.wall_seconds = round(time.monotonic() - started, 3)
     return report
+
+
+def _progress(shards: list[Shard], workdir: Path, report: Report, elapsed: float) -> str:
+    """Cases recorded so far: folded into the store, plus those the running shards have finished."""
+    running = [
+        shard.out(workdir).read_bytes().count(b'"event": "case"') if shard.out(workdir).exists() else 0
+        for shard in shards
+    ]
+    done = sum(report.observed.values()) + sum(running)
+    parts = ", ".join(f"shard {s.number}: {n} in attempt {s.attempt}" for s, n in zip(shards, running, strict=True))
+    return f"progress: {done} cases observed by this run ({parts}), {report.already_recorded} already; {elapsed:.0f} s"
 
 
 def compiling_tests(store: Store) -> list[str]:
