@@ -111,7 +111,7 @@ def _case_ops(store: Path, node: str, capsys: pytest.CaptureFixture[str]) -> dic
 def test_only_what_reaches_the_device_is_recorded(
     recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ops = _case_ops(recorded["store"], "test_dev.py::TestDevPRIVATEUSE1::test_compare_dev", capsys)
+    ops = _case_ops(recorded["store"], "test_dev.py::TestDevDEV::test_compare_dev", capsys)
     assert ops["aten::add.Tensor"] == ["float32"]
     assert "aten::_copy_from" in ops  # `.cpu()` leaves the device
     # assertEqual compares on CPU: its subtraction, abs and isclose never reach the device
@@ -122,7 +122,7 @@ def test_only_what_reaches_the_device_is_recorded(
 def test_composites_are_seen_as_the_device_sees_them(
     recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ops = _case_ops(recorded["store"], "test_dev.py::TestDevPRIVATEUSE1::test_stack_dev", capsys)
+    ops = _case_ops(recorded["store"], "test_dev.py::TestDevDEV::test_stack_dev", capsys)
     assert "aten::cat" in ops  # the device registers cat: stack's composite kernel runs above it
     assert "aten::stack" not in ops
 

@@ -123,3 +123,12 @@ def privateuse1_name() -> str:
 def register_device_module(name: str, module: Any) -> None:
     """`torch.<name>`: torch looks a backend's device module up by its name."""
     torch._register_device_module(name, module)
+
+
+def name_device_classes() -> None:
+    """`PrivateUse1TestBase.setUpClass()` once, before the test files import: every file's classes are then named
+    for the device (`TestFooRING`), as a run on the device names them. Left alone, torch names the first file's
+    `TestFooPRIVATEUSE1`."""
+    from torch.testing._internal.common_device_type import PrivateUse1TestBase
+
+    PrivateUse1TestBase.setUpClass()

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch.utils import cpp_extension
 
-from testselect.torchprivate import privateuse1_name, register_device_module
+from testselect.torchprivate import name_device_classes, privateuse1_name, register_device_module
 
 SOURCE = Path(__file__).with_name("recorder") / "recorder.cpp"
 
@@ -43,6 +43,7 @@ def install(name: str, device_count: int, build_root: Path, ops: list[str]) -> A
     torch.utils.rename_privateuse1_backend(name)
     register_device_module(name, device_module(name, native))
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    name_device_classes()
     return native
 
 
