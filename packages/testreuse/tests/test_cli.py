@@ -195,6 +195,27 @@ def test_validate_collect_checks_names_against_tests_made_at_import(
     assert collected.stderr.splitlines() == [f"error: {where}: no test 'TestMade::test_made_gamma' upstream"]
 
 
+def test_triage_takes_the_names_its_records_hold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "root" / "test").mkdir(parents=True)
+    (tmp_path / "root" / "test" / "test_made.py").write_text(GENERATED)
+    config = tmp_path / "made.yaml"
+    config.write_text(GENERATED_CONFIG.split("        - names: [TestMade::test_made_gamma]")[0])
+    results = tmp_path / "run.jsonl"
+    made = ("test_made_alpha", "test_factory_made")
+    results.write_text(
+        "".join(
+            json.dumps({"nodeid": f"test/test_made.py::TestMadeCPU::{n}_cpu", "file": "test/test_made.py",
+                        "generic": f"TestMade::{n}", "outcome": "passed"}) + "\n"
+            for n in made
+        )
+    )  # fmt: skip
+    root = ["--torch-root", str(tmp_path / "root")]
+    assert main(["triage", str(results), "--config", str(config), *root]) == 0, capsys.readouterr().err
+    results.write_text(results.read_text().replace("test_factory_made", "test_other"))  # the record lacks it now
+    assert main(["triage", str(results), "--config", str(config), *root]) == ExitCode.INVALID_CONFIG
+    assert "no test 'TestMade::test_factory_made' upstream" in capsys.readouterr().err
+
+
 NO_CASE_HERE = """\
 import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops

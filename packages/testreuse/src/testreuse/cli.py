@@ -52,7 +52,6 @@ def _validate(args: argparse.Namespace) -> int:
     torch_root = resolve_torch_root(args.torch_root)
     collected = None
     if args.collect:
-        collected = defaultdict(set)
         try:
             records = _collect(args, args.paths)
         except CollectionFailed as exc:
@@ -61,8 +60,7 @@ def _validate(args: argparse.Namespace) -> int:
             for line in exc.problems:  # the plugin checked the names against the collection itself
                 print(f"error: {line}", file=sys.stderr)
             return ExitCode.INVALID_CONFIG
-        for record in records:
-            collected[torch_root / record["file"]].add(record["generic"])
+        collected = _generic_names(records, torch_root)
     plan = validate(args.paths, torch_root, run_commands=args.run_capabilities, collected=collected, strict=args.strict)
     for problem in missing_reasons(plan):
         print(f"warning: {problem}", file=sys.stderr)
@@ -183,12 +181,23 @@ def _schema(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _generic_names(records: Sequence[dict], torch_root: Path) -> dict[Path, set[str]]:
+    """The generic `Class::test` names per upstream file that collection records (its own or a run's) hold."""
+    names: dict[Path, set[str]] = defaultdict(set)
+    for record in records:
+        if isinstance(record.get("file"), str) and isinstance(record.get("generic"), str):
+            names[torch_root / record["file"]].add(record["generic"])
+    return names
+
+
 def _triage(args: argparse.Namespace) -> int:
     try:
         records = read_records(Path(args.results))
     except ResultsError as exc:
         raise CliError(str(exc), ExitCode.USAGE) from None
-    plan = validate(args.config, resolve_torch_root(args.torch_root))
+    torch_root = resolve_torch_root(args.torch_root)
+    # the run's records name the tests collection made, those made at import time too
+    plan = validate(args.config, torch_root, collected=_generic_names(records, torch_root))
     changes, undecided = propose(plan, records)
     rows = case_rows(records)
     texts = apply(changes)
