@@ -35,16 +35,8 @@ def _launch(key: Any, build: Callable[[], dict[str, Any]], dest: torch.Tensor, i
 
 
 def _check(spec: OpSpec, qualname: str, t: torch.Tensor) -> None:
-    dtype = _data_dtype(t)
-    if dtype not in spec.dtypes:
-        raise errors.unsupported_dtype(qualname, dtype, spec.dtypes)
-
-
-def _data_dtype(t: torch.Tensor) -> torch.dtype:
-    """The dtype of the data `t` views: a real view of complex memory (``view_as_real``, which is how make_tensor
-    fills a complex tensor) holds complex data, which the device refuses by that dtype's name."""
-    base = t._base
-    return base.dtype if base is not None and base.is_complex() else t.dtype
+    if t.dtype not in spec.dtypes:
+        raise errors.unsupported_dtype(qualname, t.dtype, spec.dtypes)
 
 
 def _overlapping(t: torch.Tensor) -> bool:
