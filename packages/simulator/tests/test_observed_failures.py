@@ -365,3 +365,18 @@ def test_nonzero_static_is_in_the_capabilities_export() -> None:
     assert ops["aten::nonzero_static.out"] == ops["aten::nonzero"]
     served = {op["name"]: op["dtypes"] for op in ringsim.capabilities()["supported_ops"]}
     assert served["nonzero_static"] == served["nonzero"]
+
+
+# --- a non-contiguous index tensor (test_noncontiguous_samples of index_put): read contiguous, not refused ---------
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_with_a_noncontiguous_index(accumulate: bool) -> None:
+    index = torch.tensor([[0, 9], [2, 9]])[:, 0]
+    values = torch.arange(10.0).reshape(2, 5)
+    expected = torch.zeros(4, 5).index_put_((index,), values, accumulate=accumulate)
+    device_index = torch.tensor([[0, 9], [2, 9]], device=DEVICE)[:, 0]
+    assert not device_index.is_contiguous()
+    got = torch.zeros(4, 5, device=DEVICE).index_put_((device_index,), values.to(DEVICE), accumulate=accumulate)
+    assert torch.equal(got.cpu(), expected)
+    assert torch.equal(got[device_index].cpu(), expected[index])

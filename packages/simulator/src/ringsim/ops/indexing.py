@@ -40,7 +40,8 @@ def _on_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 
 def long_indices(source: torch.Tensor, indices: list[torch.Tensor | None]) -> tuple[list[int], list[torch.Tensor]]:
-    """The dims indexed and one int64 device index per dim; a k-dim mask becomes k indices (its nonzero columns)."""
+    """The dims indexed and one contiguous int64 device index per dim; a k-dim mask becomes k indices (its nonzero
+    columns)."""
     positions: list[int] = []
     tensors: list[torch.Tensor] = []
     dim = 0
@@ -62,7 +63,7 @@ def long_indices(source: torch.Tensor, indices: list[torch.Tensor | None]) -> tu
             if index.is_floating_point():
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             positions.append(dim)
-            tensors.append(index if index.dtype == torch.int64 else index.long())
+            tensors.append(_prepared(index if index.dtype == torch.int64 else index.long()))
             dim += 1
     _check_broadcast(tensors)
     return positions, tensors
