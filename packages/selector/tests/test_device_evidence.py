@@ -174,8 +174,16 @@ def test_enable_op_names_exactly_the_cases_that_ran_it(
     argv += ["--capabilities", str(base / "caps.yaml"), "--store", str(recorded["store"]), "--json"]
     assert main(argv) == 0
     shown = json.loads(capsys.readouterr().out)
-    admitted = {entry["node_id"] for entry in shown["admitted"]}
-    assert admitted == {"test_dev.py::TestDev::test_cumsum", "test_dev.py::TestDev::test_pair"}
+    admitted = {case for entry in shown["admitted"] for case in entry["cases"]}
+    query = ["tests", "--op", "aten::cumsum", "--dtype", "float64", "--store", str(recorded["store"]), "--json"]
+    assert main(query) == 0
+    ran = {case["node_id"] for case in json.loads(capsys.readouterr().out)["cases"]}
+    assert admitted == ran  # exactly the cases whose device-side evidence ran cumsum in float64
+    assert {case.rsplit("::", 1)[1] for case in admitted} == {
+        "test_cumsum_dev_float64",
+        "test_pair_dev_float64_float32",  # cumsum runs on the first dtype's tensor
+        "test_pair_dev_float64_float64",
+    }
     assert shown["still_blocked"] == []
 
 

@@ -13,7 +13,7 @@ from testselect.index.dtypes import DTYPES
 from testselect.index.store import Store
 from testselect.select.choose import make_reasoner, reasoner_options
 from testselect.select.configdiff import changed_lines
-from testselect.select.enable_op import EnableOpReport, enable_op
+from testselect.select.enable_op import Change, EnableOpReport, enable_op
 
 OP_NAME = re.compile(r"^[a-z_][a-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")
 
@@ -31,16 +31,27 @@ def _print(report: EnableOpReport) -> None:
     where = f" for {', '.join(report.dtypes)}" if report.dtypes else ""
     print(
         f"{report.op}{where}: {report.waiting_cases} recorded cases of {len(report.waiting_tests)} tests ran it; "
-        f"{len(report.admitted)} entries admitted, {len(report.still_blocked)} still blocked; "
+        f"{sum(len(c.cases) for c in report.admitted)} cases admitted, "
+        f"{sum(len(c.cases) for c in report.still_blocked)} still blocked; "
         f"diff +{added} -{removed} lines"
     )
     for change in report.admitted:
-        print(f"admitted  {change.node_id}{f' [{change.dtype}]' if change.dtype else ''}  {change.before} -> ok")
+        print(f"admitted  {_entry(change)}  {change.before} -> ok: {_cases(change)}")
     for change in report.still_blocked:
-        dtype = f" [{change.dtype}]" if change.dtype else ""
-        print(f"blocked   {change.node_id}{dtype}  {change.after}: {change.reason}")
+        print(f"blocked   {_entry(change)}  {change.after}: {change.reason}: {_cases(change)}")
     if report.diff:
         print(report.diff, end="")
+
+
+def _entry(change: Change) -> str:
+    scope = [*change.ops, *([change.dtype] if change.dtype else [])]
+    return change.node_id + (f" [{', '.join(scope)}]" if scope else "")
+
+
+def _cases(change: Change) -> str:
+    """The cases it decides, by their names in the test's class (the first three, then a count)."""
+    names = [node.rsplit("::", 1)[-1] for node in change.cases]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -134,18 +134,19 @@ def ops_of(store: Store, node_id: str) -> list[dict] | None:
 
 
 def tests_of(store: Store, op: str, dtype: str | None) -> list[dict]:
-    """The cases that ran `op` (with a `dtype` argument, if given), by node id, with the call count."""
+    """The cases that ran `op` (with a `dtype` argument, if given), by node id, with the call count and the case's
+    parametrization (OpInfo, ModuleInfo, dtypes)."""
+    columns = "c.node_id, c.test_node_id, c.outcome, o.count, c.opinfo, c.module, c.case_dtypes"
     if dtype is None:
-        sql = (
-            "SELECT c.node_id, c.test_node_id, c.outcome, o.count FROM case_ops o JOIN cases c ON c.id = o.case_id "
-            "WHERE o.op = ? ORDER BY c.node_id"
-        )
+        sql = f"SELECT {columns} FROM case_ops o JOIN cases c ON c.id = o.case_id WHERE o.op = ? ORDER BY c.node_id"
         rows = store.db.execute(sql, (op,))
     else:
         sql = (
-            "SELECT c.node_id, c.test_node_id, c.outcome, o.count FROM case_op_dtypes d "
-            "JOIN case_ops o ON o.case_id = d.case_id AND o.op = d.op JOIN cases c ON c.id = d.case_id "
-            "WHERE d.op = ? AND d.dtype = ? ORDER BY c.node_id"
+            f"SELECT {columns} FROM case_op_dtypes d JOIN case_ops o ON o.case_id = d.case_id AND o.op = d.op "
+            "JOIN cases c ON c.id = d.case_id WHERE d.op = ? AND d.dtype = ? ORDER BY c.node_id"
         )
         rows = store.db.execute(sql, (op, dtype))
-    return [{"node_id": n, "test": t, "outcome": o, "count": k} for n, t, o, k in rows]
+    return [
+        {"node_id": n, "test": t, "outcome": o, "count": k, "opinfo": op_, "module": m, "dtypes": json.loads(d)}
+        for n, t, o, k, op_, m, d in rows
+    ]

@@ -4,24 +4,27 @@ entries it admits, the ones still blocked by other ops, and the config diff."""
 from __future__ import annotations
 
 import dataclasses
+from collections import defaultdict
 from dataclasses import dataclass
 
 from testselect.evidence import store as evidence
 from testselect.index.store import Store
 from testselect.select import configdiff, plan
 from testselect.select.capabilities import Capabilities
-from testselect.select.reasoner import Decision, RuleReasoner
+from testselect.select.reasoner import Decision, RuleReasoner, case_dtype
 
 
 @dataclass(frozen=True)
 class Change:
-    """One config entry whose mode the op changes."""
+    """One config entry whose mode the op changes for the waiting cases it decides."""
 
     node_id: str
     dtype: str | None
+    ops: tuple[str, ...]  # the entry's OpInfo scope (`only: {ops}`), empty: every OpInfo
     before: str
     after: str
     reason: str  # the new entry's reason: why it is admitted, or what still blocks it
+    cases: tuple[str, ...]  # the recorded cases that ran the op and that this entry decides
 
 
 @dataclass(frozen=True)
@@ -46,25 +49,38 @@ def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Cap
 #: The bases of entries that an op the device lacks holds back: CPU op evidence, or device-side evidence.
 HELD_BY_OPS = ("op evidence: aten ops", "device-side evidence: unsupported_op")
 
-Key = tuple[str, str | None, tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]
+
+def _specificity(decision: Decision) -> tuple[bool, bool]:
+    return bool(decision.ops or decision.modules), bool(decision.dtype or decision.combos)
 
 
-def _key(decision: Decision) -> Key:
-    """What an entry decides: its test, and the dtype, OpInfos, ModuleInfos and dtype combinations it is scoped to."""
-    return decision.node_id, decision.dtype, decision.ops, decision.modules, decision.combos
+def _covers(decision: Decision, case: dict) -> bool:
+    """Whether the entry's scope holds the case: its test, OpInfo, ModuleInfo and dtypes (a CPU case's dtype from
+    its name when torch's record has none)."""
+    dtypes = tuple(case["dtypes"]) or ((dtype,) if (dtype := case_dtype(case["node_id"])) else ())
+    return (
+        decision.node_id == case["test"]
+        and (not decision.ops or case["opinfo"] in decision.ops)
+        and (not decision.modules or case["module"] in decision.modules)
+        and (decision.dtype is None or dtypes == (decision.dtype,))
+        and (not decision.combos or dtypes in decision.combos)
+    )
 
 
-def _effective(entries: dict[Key, Decision], key: Key) -> Decision:
-    """The entry deciding these cases now: one of the same scope, else the test's dtype entry, else the test's."""
-    node_id, dtype = key[0], key[1]
-    return entries.get(key) or entries.get((node_id, dtype, (), (), ())) or entries[(node_id, None, (), (), ())]
+def _deciding(decisions: list[Decision], case: dict) -> Decision | None:
+    """The entry that decides the case: the most specific one holding it (a later one on a tie, as rebucket writes
+    narrower entries after wider ones)."""
+    holding = [(d, i) for i, d in enumerate(decisions) if _covers(d, case)]
+    return max(holding, key=lambda held: (_specificity(held[0]), held[1]))[0] if holding else None
 
 
 def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, ...]) -> EnableOpReport:
     """Re-bucket the files of the tests waiting on `op` with and without it; every other file is untouched.
 
-    An entry counts when the op evidence held it back before: admitted if it is mandatory_success now, else still
-    blocked, with the reason that holds it now (another op, the op in another dtype, a CPU failure).
+    Each recorded case that ran the op is followed from the entry deciding it before to the one deciding it after.
+    It counts when the op evidence held it back before: admitted if it is mandatory_success now, else still blocked,
+    with the reason that holds it now (another op, the op in another dtype, a failure). Cases are grouped by the
+    entries that decide them.
     """
     if reasoner.capabilities is None:
         raise ValueError("enable-op needs the device's capability export")
@@ -77,15 +93,27 @@ def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, 
     device = reasoner.profile.device
     old = {plan.config_name(p): plan.render(p, d, device) for p, d in before.items()}
     new = {plan.config_name(p): plan.render(p, d, device) for p, d in after.items()}
-    was = {_key(d): d for decisions in before.values() for d in decisions}
-    now = {_key(d): d for decisions in after.values() for d in decisions}
+    was, now = _by_test(before), _by_test(after)
+    groups: dict[tuple[Decision, Decision], list[str]] = defaultdict(list)
+    for case in cases:
+        entry = _deciding(was.get(case["test"], []), case)
+        current = _deciding(now.get(case["test"], []), case)
+        if entry is not None and current is not None and entry.basis in HELD_BY_OPS:
+            groups[(entry, current)].append(case["node_id"])
     admitted, blocked = [], []
-    for key, entry in sorted(was.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2:])):
-        if entry.node_id not in waiting or entry.basis not in HELD_BY_OPS:
-            continue
-        current = _effective(now, key)
-        change = Change(entry.node_id, entry.dtype, entry.mode, current.mode, current.reason)
+    for (entry, current), names in sorted(groups.items(), key=lambda item: item[1][0]):
+        change = Change(
+            entry.node_id, entry.dtype, entry.ops, entry.mode, current.mode, current.reason, tuple(sorted(names))
+        )
         (admitted if current.mode == "mandatory_success" else blocked).append(change)
     return EnableOpReport(
         op, dtypes, len(cases), waiting, tuple(admitted), tuple(blocked), configdiff.unified(old, new)
     )
+
+
+def _by_test(chosen: dict[str, list[Decision]]) -> dict[str, list[Decision]]:
+    tests: dict[str, list[Decision]] = defaultdict(list)
+    for decisions in chosen.values():
+        for decision in decisions:
+            tests[decision.node_id].append(decision)
+    return tests
