@@ -47,7 +47,7 @@ def _score(configs: Path, truth: list[Path], args: argparse.Namespace) -> dict:
     return json.loads(_run("testselect", *argv, "--device", args.device, "--json"))
 
 
-def _per_file(configs: Path, truth: list[Path], args: argparse.Namespace, label: str) -> dict[str, dict]:
+def _per_file(configs: Path, truth: list[tuple[dict, str]], args: argparse.Namespace, label: str) -> dict[str, dict]:
     """Each generated config (of `--files`) scored alone, in a folder of its own, against its file's truth; with
     more than one, all of them together against their files' truth as the row `all N files`."""
     chosen = {}
@@ -66,7 +66,7 @@ def _per_file(configs: Path, truth: list[Path], args: argparse.Namespace, label:
     return scores
 
 
-def _score_alone(group: dict[Path, str], truth: list[Path], args: argparse.Namespace) -> dict:
+def _score_alone(group: dict[Path, str], truth: list[tuple[dict, str]], args: argparse.Namespace) -> dict:
     """These configs in a folder of their own (no device file beside them), scored against their files' truth."""
     files = set(group.values())
     with tempfile.TemporaryDirectory() as folder:
@@ -77,19 +77,26 @@ def _score_alone(group: dict[Path, str], truth: list[Path], args: argparse.Names
         return _score(Path(folder), [own], args)
 
 
-def _records(truth: list[Path], keep: Callable[[dict], bool]) -> Iterator[str]:
-    """The truth's record lines that `keep` accepts (a torn last line is no record)."""
-    for path in truth:
+def _load(paths: list[Path]) -> list[tuple[dict, str]]:
+    """Every truth record with its line, read once (a torn last line is no record)."""
+    records = []
+    for path in paths:
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(record, dict) and keep(record):
-                yield line + "\n"
+            if isinstance(record, dict):
+                records.append((record, line + "\n"))
+    return records
 
 
-def _device_run(configs: Path, truth: list[Path], args: argparse.Namespace, out: Path) -> int:
+def _records(truth: list[tuple[dict, str]], keep: Callable[[dict], bool]) -> Iterator[str]:
+    """The truth's record lines that `keep` accepts."""
+    return (line for record, line in truth if keep(record))
+
+
+def _device_run(configs: Path, truth: list[tuple[dict, str]], args: argparse.Namespace, out: Path) -> int:
     """The truth's records of the cases the configs run (any mode but skip), as one run's results file."""
     argv = ["list", str(configs), "--format", "json", "--torch-root", str(args.torch_root)]
     listed = json.loads(_run("testreuse", *argv))
@@ -110,8 +117,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--files", nargs="+", default=["test_*.yaml"], help="configs to score (globs): test_*.yaml")
     args = parser.parse_args()
-    truth = sorted((args.truth / "results").glob("run-*.jsonl"))
-    if not truth:
+    paths = sorted((args.truth / "results").glob("run-*.jsonl"))
+    if not paths:
         sys.exit(f"error: --truth {args.truth}: no results/run-*.jsonl (run `testselect truth --out` there first)")
     before, after = args.out / "before", args.out / "after"
     shutil.rmtree(args.out, ignore_errors=True)
@@ -121,6 +128,7 @@ def main() -> None:
     decide = ["--profile", str(args.profile), "--capabilities", str(args.capabilities), "--store", str(store)]
     _run("testselect", "select", *decide, "--out", str(before))
     print(f"progress: configs before any device run in {before}", flush=True)
+    truth = _load(paths)
     scores = {"before": _per_file(before, truth, args, "before")}
     kept = _device_run(before, truth, args, args.out / "run.jsonl")
     print(f"progress: one device run of those configs: {kept} cases ({args.out / 'run.jsonl'})", flush=True)

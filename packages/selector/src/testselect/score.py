@@ -147,9 +147,7 @@ def score(
         result.admitted_ratio = round(len(admitted & truth.keys()) / len(truth), 4)
     false_pos = sorted(in_truth - passing)
     detailed = [n for n in false_pos if truth[n].raw.get("failure") or _died(truth[n])]
-    # every record goes to triage: it checks the configs' names against the tests the records name (a test made at
-    # import time is in no syntax tree), and its causes are read for the detailed cases only
-    causes = triage([case.raw for case in truth.values()], [configs], torch_root) if detailed else {}
+    causes = triage([truth[n].raw for n in detailed], [configs], torch_root) if detailed else {}
     wrong = {}
     for n in false_pos:
         cause = causes.get(truth[n].nodeid)
