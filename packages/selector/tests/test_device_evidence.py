@@ -34,6 +34,11 @@ class TestDev(TestCase):
     def test_cumsum(self, device, dtype):
         self.assertEqual(torch.ones(3, device=device, dtype=dtype).cumsum(0)[-1].item(), 3.0)
 
+    def test_refused(self, device):
+        a = torch.ones(2, 3, device=device)
+        with self.assertRaises(RuntimeError):  # the CPU kernel's shape check raises; a device lacking mm refuses it
+            torch.mm(a, a, out=torch.empty(2, 2, device=device))
+
     def test_fails_anywhere(self, device):
         self.assertEqual(torch.ones(1, device=device).item(), 2.0)
 
@@ -97,7 +102,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["observed"] == {"failed": 2, "passed": 9}, report
+    assert report["observed"] == {"failed": 2, "passed": 10}, report
     return {"base": base, "store": base / "rel.sqlite"}
 
 
@@ -117,6 +122,14 @@ def test_only_what_reaches_the_device_is_recorded(
     # assertEqual compares on CPU: its subtraction, abs and isclose never reach the device
     assert not {"aten::sub.Tensor", "aten::abs", "aten::isclose", "aten::eq.Tensor"} & ops.keys()
     assert main(["tests", "--op", "aten::sub.Tensor", "--store", str(recorded["store"])]) == 1
+
+
+def test_a_call_that_raised_is_kept_apart(recorded: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["ops", "--test", "test_dev.py::TestDevDEV::test_refused_dev", "--store", str(recorded["store"]), "--json"]
+    assert main(argv) == 0
+    [case] = json.loads(capsys.readouterr().out)
+    assert {"op": "aten::mm.out", "raised": True, "dtypes": ["float32"]} in case["ops"]
+    assert main(["tests", "--op", "aten::mm.out", "--store", str(recorded["store"])]) == 1  # no case needs mm to work
 
 
 def test_composites_are_seen_as_the_device_sees_them(
@@ -141,6 +154,7 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     assert lacking["reason"] == "dev lacks aten::cumsum (float64)"
     assert modes[("TestDev::test_compare", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_stack", ())]["mode"] == "mandatory_success"
+    assert modes[("TestDev::test_refused", ())]["mode"] == "mandatory_success"  # dev refuses mm, as the test asks
     failing = modes[("TestDev::test_fails_anywhere", ())]
     assert failing["mode"] == "xfail_strict"
     assert "fails on the recording device" in failing["reason"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from testselect.evidence.plugin import outcome
 from testselect.torchprivate import OpRecorder, dtype_name, op_name
@@ -26,6 +27,14 @@ def test_recorder_names_overloads_and_dtypes() -> None:
     assert recorder.dtypes["aten::ones"] == {"float64"}  # a factory's dtype= argument
     assert "aten::mul.Tensor" in recorder.counts or "aten::mul.Scalar" in recorder.counts
     assert dtype_name(torch.half) == "float16"
+
+
+def test_recorder_keeps_a_call_that_raised_apart() -> None:
+    x = torch.ones(2, 3)
+    with OpRecorder() as recorder, pytest.raises(RuntimeError):
+        torch.mm(x, x)
+    assert recorder.raised == {"aten::mm": {"float32"}}
+    assert "aten::mm" not in recorder.counts
 
 
 def test_outcome_of_no_reports_is_error() -> None:

@@ -162,7 +162,8 @@ def _ops(args: argparse.Namespace) -> int:
             graphs = "  (compiled graphs)" if case["recorder"] == "compiled" else ""
             print(f"{case['node_id']}  {case['outcome']}  {case['duration']:.3f} s{graphs}")
             for op in case["ops"]:
-                print(f"  {op['count']:6d}  {op['op']}  {','.join(op['dtypes'])}")
+                calls = "raised" if op.get("raised") else f"{op['count']:6d}"
+                print(f"  {calls:>6}  {op['op']}  {','.join(op['dtypes'])}")
     return ExitCode.OK
 
 

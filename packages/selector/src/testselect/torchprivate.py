@@ -26,24 +26,32 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 class OpRecorder(TorchDispatchMode):
-    """An eager dispatch mode that counts each aten overload it sees and the dtypes of its tensor (and dtype) args."""
+    """An eager dispatch mode that counts each aten overload it sees and the dtypes of its tensor (and dtype) args;
+    a call that raises is kept apart, in `raised` (a device lacking the op raises as well)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.counts: Counter[str] = Counter()
         self.dtypes: dict[str, set[str]] = {}
+        self.raised: dict[str, set[str]] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         name = op_name(func)
-        self.counts[name] += 1
-        seen = self.dtypes.setdefault(name, set())
+        dtypes = set()
         for leaf in tree_leaves((args, kwargs)):
             if isinstance(leaf, torch.Tensor):
-                seen.add(dtype_name(leaf.dtype))
+                dtypes.add(dtype_name(leaf.dtype))
             elif isinstance(leaf, torch.dtype):  # a factory's `dtype=`: the dtype it runs in
-                seen.add(dtype_name(leaf))
-        return func(*args, **kwargs)
+                dtypes.add(dtype_name(leaf))
+        try:
+            result = func(*args, **kwargs)
+        except Exception:
+            self.raised.setdefault(name, set()).update(dtypes)
+            raise
+        self.counts[name] += 1
+        self.dtypes.setdefault(name, set()).update(dtypes)
+        return result
 
 
 class CompiledOpRecorder:
@@ -58,6 +66,7 @@ class CompiledOpRecorder:
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.dtypes: dict[str, set[str]] = {}
+        self.raised: dict[str, set[str]] = {}  # a graph is recorded as compiled, not as run: none is known to raise
         self._patch: Any = None
 
     def _record(self, graph: torch.fx.Graph) -> None:

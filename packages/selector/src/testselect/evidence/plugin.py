@@ -136,14 +136,16 @@ class Evidence:
             if self.timeout:
                 faulthandler.cancel_dump_traceback_later()
             if self.device is not None:  # setup, call and teardown: all of it reached the device
-                seen = self.device.take()
+                seen, failed = self.device.take()
                 counts = {op: count for op, (count, _) in seen.items()}
                 dtypes = {op: sorted(kinds) for op, (_, kinds) in seen.items()}
+                raised = {op: sorted(kinds) for op, (_, kinds) in failed.items()}
                 kind = "device"
             else:
                 recorder = item.stash.get(_RECORDER, None)
                 counts = dict(recorder.counts) if recorder else {}
                 dtypes = {op: sorted(d) for op, d in recorder.dtypes.items()} if recorder else {}
+                raised = {op: sorted(d) for op, d in recorder.raised.items()} if recorder else {}
                 kind = "compiled" if generic in self.compiled else "eager"
             self._write(
                 {
@@ -155,6 +157,7 @@ class Evidence:
                     "duration": round(time.monotonic() - started, 4),
                     "ops": dict(sorted(counts.items())),
                     "dtypes": dict(sorted(dtypes.items())),
+                    "raised": dict(sorted(raised.items())),
                     **params,
                 }
             )

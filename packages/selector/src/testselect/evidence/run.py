@@ -253,6 +253,7 @@ def _fold(store: Store, out: Path, report: Report, timeout: float, finished: boo
                 entry.get("opinfo"),
                 entry.get("module"),
                 tuple(entry.get("case_dtypes", ())),
+                entry.get("raised", {}),
             )
             evidence.record(store, case)
             report.observed[case.outcome] += 1

@@ -36,6 +36,12 @@ CREATE TABLE IF NOT EXISTS case_op_dtypes (
     dtype TEXT NOT NULL,            -- a tensor argument's (or `dtype=`) dtype: float64
     PRIMARY KEY (op, dtype, case_id)
 );
+CREATE TABLE IF NOT EXISTS case_raised (
+    case_id INTEGER NOT NULL REFERENCES cases(id) ON DELETE CASCADE,
+    op TEXT NOT NULL,               -- an op whose kernel raised: the test asked for the error, or failed on it
+    dtype TEXT NOT NULL,            -- a dtype of those calls ('' for a call without one)
+    PRIMARY KEY (op, dtype, case_id)
+);
 """
 
 
@@ -53,6 +59,7 @@ class Case:
     opinfo: str | None = None
     module: str | None = None
     case_dtypes: tuple[str, ...] = ()
+    raised: dict[str, list[str]] = field(default_factory=dict)  # the calls that raised, apart from `ops`
 
 
 #: Columns added to `cases` after its first release: a store recorded before them gets them on first use.
@@ -96,6 +103,10 @@ def record(store: Store, case: Case) -> None:
         "INSERT INTO case_op_dtypes VALUES (?, ?, ?)",
         [(case_id, op, dtype) for op, dtypes in case.dtypes.items() for dtype in dtypes],
     )
+    store.db.executemany(
+        "INSERT INTO case_raised VALUES (?, ?, ?)",
+        [(case_id, op, dtype) for op, dtypes in case.raised.items() for dtype in dtypes or [""]],
+    )
 
 
 def current(store: Store) -> set[str]:
@@ -129,6 +140,12 @@ def ops_of(store: Store, node_id: str) -> list[dict] | None:
             dtypes.setdefault(op, []).append(dtype)
         counts = store.db.execute("SELECT op, count FROM case_ops WHERE case_id = ? ORDER BY op", (case_id,))
         ops = [{"op": op, "count": count, "dtypes": dtypes.get(op, [])} for op, count in counts]
+        raised: dict[str, list[str]] = {}
+        for op, dtype in store.db.execute(
+            "SELECT op, dtype FROM case_raised WHERE case_id = ? ORDER BY op, dtype", (case_id,)
+        ):
+            raised.setdefault(op, []).extend([dtype] if dtype else [])
+        ops += [{"op": op, "raised": True, "dtypes": kinds} for op, kinds in raised.items()]
         shown.append({"node_id": case_node, "outcome": outcome, "duration": duration, "recorder": recorder, "ops": ops})
     return shown
 

@@ -1,5 +1,6 @@
 // The recording device: a privateuse1 backend whose memory is host memory and whose every op is computed by the CPU
-// kernel, after writing down the aten overload and the dtypes that reached the PrivateUse1 dispatch key.
+// kernel, after writing down the aten overload and the dtypes that reached the PrivateUse1 dispatch key, and whether
+// the kernel returned or raised (a test that asks for an error sees the device refuse it as well).
 //
 // What reaches that key is what a device backend would be asked to run: torch's composite kernels have decomposed
 // above it, and ops on CPU tensors (comparison helpers, `.cpu()` results, reference computations) never get here.
@@ -44,15 +45,31 @@ thread_local c10::DeviceIndex current = 0;
 
 // ---- what reached the device -------------------------------------------------------------------------------------
 
-std::mutex seen_mutex;
 // aten overload -> calls, and the dtypes of its tensor and dtype arguments
-std::map<std::string, std::pair<int64_t, std::set<std::string>>> seen;
+using Calls = std::map<std::string, std::pair<int64_t, std::set<std::string>>>;
 
-void note(const std::string& name, const std::set<std::string>& dtypes) {
+std::mutex seen_mutex;
+Calls seen;    // the calls that returned
+Calls raised;  // the calls whose kernel raised: a device that lacks the op raises as well
+
+void note(const std::string& name, const std::set<std::string>& dtypes, bool threw) {
   const std::lock_guard<std::mutex> lock(seen_mutex);
-  auto& entry = seen[name];
+  auto& entry = (threw ? raised : seen)[name];
   entry.first += 1;
   entry.second.insert(dtypes.begin(), dtypes.end());
+}
+
+// Runs `compute`, noting the call under `name` as returned or raised (and raising again).
+template <class F>
+decltype(auto) noted(const std::string& name, const std::set<std::string>& dtypes, F&& compute) {
+  try {
+    decltype(auto) result = compute();  // a kernel's `Tensor&` stays a reference
+    note(name, dtypes, false);
+    return result;
+  } catch (...) {
+    note(name, dtypes, true);
+    throw;
+  }
 }
 
 // `float32`: torch's Python name of the dtype, as the evidence store writes dtypes.
@@ -108,7 +125,7 @@ bool is_kind(const c10::Argument& argument, c10::TypeKind kind) {
   return type->kind() == kind;
 }
 
-void note_stack(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+std::set<std::string> stack_dtypes(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   const auto& arguments = op.schema().arguments();
   const std::size_t begin = stack.size() - arguments.size();
   std::set<std::string> dtypes;
@@ -120,7 +137,7 @@ void note_stack(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
       note_value(dtypes, value);
     }
   }
-  note(overload_name(op.operator_name()), dtypes);
+  return dtypes;
 }
 
 void note_dtypes(std::set<std::string>& /*dtypes*/) {}
@@ -144,8 +161,7 @@ struct Recorded<Kernel, Name> {
   static R call(A... args) {
     std::set<std::string> dtypes;
     note_dtypes(dtypes, args...);
-    note(Name, dtypes);
-    return Kernel(std::forward<A>(args)...);
+    return noted(Name, dtypes, [&]() -> R { return Kernel(std::forward<A>(args)...); });
   }
 };
 
@@ -526,10 +542,12 @@ void check_same_device(const c10::OperatorHandle& op, const torch::jit::Stack& s
 }
 
 void record_and_compute(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  note_stack(op, *stack);
-  check_same_device(op, *stack);
-  use_device_generators(op, stack);
-  at::native::cpu_fallback(op, stack);
+  noted(overload_name(op.operator_name()), stack_dtypes(op, *stack), [&] {
+    check_same_device(op, *stack);
+    use_device_generators(op, stack);
+    at::native::cpu_fallback(op, stack);
+    return true;
+  });
 }
 
 constexpr char kEmpty[] = "aten::empty.memory_format";
@@ -633,8 +651,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("take", [] {
     const std::lock_guard<std::mutex> lock(recorder::seen_mutex);
-    std::map<std::string, std::pair<int64_t, std::set<std::string>>> taken;
-    taken.swap(recorder::seen);
-    return taken;
+    recorder::Calls returned;
+    recorder::Calls raised;
+    returned.swap(recorder::seen);
+    raised.swap(recorder::raised);
+    return std::make_pair(returned, raised);
   });
 }
