@@ -91,3 +91,20 @@ def test_a_row_too_long_for_one_scratchpad_is_refused_by_name() -> None:
     x = torch.empty(1, 1 << 20, device=DEVICE)  # one softmax row of 4 MiB: more than a core's scratchpad
     with pytest.raises(NotImplementedError, match=r"^ring: aten::_softmax: the operands of one row need more than"):
         torch.softmax(x, -1)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t, out: torch.neg(t, out=out),  # a unary op's out must have the input's dtype
+        lambda t, out: torch.floor(t, out=out),
+        lambda t, out: torch.add(t, 1.5, out=out.to(torch.int64)),  # an unsafe cast into out
+        lambda t, out: t.to(torch.int32).add_(1.5),  # an in-place op cannot hold its result
+    ],
+    ids=["neg", "floor", "add-out", "add_"],
+)
+def test_a_result_dtype_the_destination_cannot_take_is_refused_in_cpu_words(call) -> None:
+    with pytest.raises(RuntimeError) as on_cpu:
+        call(torch.ones(3), torch.empty(0, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match=f"^{re.escape(str(on_cpu.value))}$"):
+        call(ring(3), torch.empty(0, dtype=torch.float64, device=DEVICE))

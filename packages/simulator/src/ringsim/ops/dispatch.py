@@ -140,10 +140,7 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
         outs = [named[name] for name in out_names]
         values = [named[p.name] for p in sig.params]
         plan, prepared = _plan(spec, functional, sig, values, build, qualname)
-        if spec.kind is Kind.ELEMENTWISE:
-            _check_cast(plan, outs)
-        elif len(outs) > 1 or spec.kind is Kind.INDEXING:
-            _check_out_dtypes(plan, op, out_sig, named)
+        _check_out_dtypes(plan, op, out_sig, named)
         direct = all([_check_overlap(spec, out, values) for out in outs])  # a list: every out is checked
         shapes = _result_shapes(plan, functional, sig, values)
         for out, shape in zip(outs, shapes, strict=True):
@@ -224,47 +221,36 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-#: TensorIterator's names for dtypes, as its errors spell them.
-_SCALAR_TYPE = {
-    torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int",
-    torch.int64: "Long", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float32: "Float",
-    torch.float64: "Double",
-}  # fmt: skip
-
-
-def _check_cast(plan: Plan, outs: list[torch.Tensor]) -> None:
-    """An elementwise out= refuses an unsafe cast of the result into `out`, as TensorIterator does on CPU."""
-    for spec, out in zip(plan.outputs, outs, strict=False):
-        if not torch.can_cast(spec.dtype, out.dtype):
-            raise RuntimeError(
-                f"result type {_SCALAR_TYPE.get(spec.dtype, spec.dtype)} can't be cast to the desired output type "
-                f"{_SCALAR_TYPE.get(out.dtype, out.dtype)}"
-            )
-
-
 def _check_out_dtypes(plan: Plan, op: torch._ops.OpOverload, sig: Signature, named: dict[str, Any]) -> None:
-    """Outs of the wrong dtype for a (values, indices) op or an index result (``nonzero_static``): CPU's refusal, word
-    for word (each op words it its own way), found by running the call on CPU zero tensors; only when a dtype
-    differs, and only if CPU refuses it."""
+    """Outs of another dtype than the result: CPU's refusal, word for word (an unsafe cast, a unary op's same-dtype
+    rule, a (values, indices) op's index dtype; each op words it its own way), found by running the call on CPU
+    zero tensors; only when a dtype differs, and only if CPU refuses it."""
     outs = [named[a.name] for a in op._schema.arguments if a.is_out]
     if all(spec.dtype == out.dtype for spec, out in zip(plan.outputs, outs, strict=True)):
         return
-    on_cpu = {
-        name: torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.device.type == DEVICE else v
-        for name, v in named.items()
-    }
+    on_cpu = {name: _zeros_on_cpu(v) for name, v in named.items()}
     sig.invoke(op, [on_cpu[p.name] for p in sig.params])
 
 
+def _zeros_on_cpu(v: Any) -> Any:
+    """A ring tensor as CPU zeros of its shape and dtype, to ask CPU whether it refuses a call."""
+    return torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.device.type == DEVICE else v
+
+
 def _check_inplace(op: torch._ops.OpOverload, sig: Signature, values: list[Any]) -> None:
-    """Let torch's meta kernel refuse what the in-place op refuses (broadcast to self, lossy casts)."""
+    """Refuse what the in-place op refuses (broadcast to self, lossy casts): torch's meta kernel finds it, and a CPU
+    run on zeros words it as CPU does (meta's words differ, e.g. for an int tensor's `add_(1.5)`)."""
     meta = [
         torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
         if isinstance(v, torch.Tensor) and v.device.type == DEVICE
         else v
         for v in values
     ]
-    sig.invoke(op, meta)
+    try:
+        sig.invoke(op, meta)
+    except RuntimeError:
+        sig.invoke(op, [_zeros_on_cpu(v) for v in values])
+        raise
 
 
 def _write(
