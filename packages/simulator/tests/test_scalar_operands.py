@@ -52,3 +52,16 @@ def test_an_op_refusing_its_arguments_raises_torchs_error_not_a_program_error() 
         torch.heaviside(a.to(DEVICE), b.to(DEVICE))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.arange(3).to(DEVICE) // torch.zeros(3, dtype=torch.int64).to(DEVICE)
+
+
+def test_the_default_dtype_decides_an_integer_and_float_result_on_every_call() -> None:
+    """The same call under another default dtype has another result dtype: no cached program may keep the first."""
+    u = torch.tensor([0, 0, 1], dtype=torch.uint8)
+    seen = []
+    try:
+        for default in (torch.float32, torch.float64, torch.float32):
+            torch.set_default_dtype(default)
+            seen.append(((u.to(DEVICE) + 5.5).dtype, (u + 5.5).dtype))
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert seen == [(torch.float32,) * 2, (torch.float64,) * 2, (torch.float32,) * 2]

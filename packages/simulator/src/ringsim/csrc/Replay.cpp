@@ -6,6 +6,7 @@
 #include "Replay.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DefaultDtype.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
@@ -130,6 +131,8 @@ Call encode_call(int64_t op, const py::tuple& args, const py::dict& kwargs) {
   Call call;
   call.key.reserve(96);
   put(call.key, op);
+  // torch's default dtype decides a result's dtype (an integer tensor and a Python float): part of the signature
+  put(call.key, static_cast<int8_t>(c10::get_default_dtype_as_scalartype()));
   encode_sequence(call, args.ptr(), 'A');
   for (const auto& item : kwargs) {
     if (!call.eligible) {

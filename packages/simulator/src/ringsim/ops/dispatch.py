@@ -86,7 +86,7 @@ def _plan(
     spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], build: Builder, called: str
 ) -> tuple[Plan, list[Any]]:
     """The cached plan for this signature and the prepared operands; a new signature is first checked."""
-    key = (sig.qualname, *map(key_of, values))
+    key = (sig.qualname, torch.get_default_dtype(), *map(key_of, values))  # the default dtype decides result dtypes
     plan = _PLANS.get(key)
     if plan is None:
         _check_dtypes(called, spec, values, sig)
