@@ -26,6 +26,10 @@ class TestDev(TestCase):
         a = torch.ones(3, device=device)
         self.assertEqual((a + a).cpu(), torch.full((3,), 2.0))
 
+    def test_mixed(self, device):
+        a, b = torch.ones(3, device=device), torch.ones(3, device=device, dtype=torch.float64)
+        self.assertEqual((a + b).dtype, torch.float64)  # add runs for its first operand, float32: promoted
+
     def test_stack(self, device):
         a = torch.ones(2, device=device)
         self.assertEqual(torch.stack([a, a]).shape, (2, 2))
@@ -37,6 +41,11 @@ class TestDev(TestCase):
     def test_refused(self, device):
         a = torch.ones(2, 3, device=device)
         with self.assertRaises(RuntimeError):  # the CPU kernel's shape check raises; a device lacking mm refuses it
+            torch.mm(a, a, out=torch.empty(2, 2, device=device))
+
+    def test_refused_with_cpu_message(self, device):
+        a = torch.ones(2, 3, device=device)
+        with self.assertRaisesRegex(RuntimeError, "cannot be multiplied"):  # not what a device lacking mm says
             torch.mm(a, a, out=torch.empty(2, 2, device=device))
 
     def test_fails_anywhere(self, device):
@@ -102,7 +111,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["observed"] == {"failed": 2, "passed": 10}, report
+    assert report["observed"] == {"failed": 3, "passed": 11}, report
     return {"base": base, "store": base / "rel.sqlite"}
 
 
@@ -154,7 +163,11 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     assert lacking["reason"] == "dev lacks aten::cumsum (float64)"
     assert modes[("TestDev::test_compare", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_stack", ())]["mode"] == "mandatory_success"
+    assert modes[("TestDev::test_mixed", ())]["mode"] == "mandatory_success"  # the export's dtypes: the first operand's
     assert modes[("TestDev::test_refused", ())]["mode"] == "mandatory_success"  # dev refuses mm, as the test asks
+    refused = modes[("TestDev::test_refused_with_cpu_message", ())]
+    assert refused["mode"] == "xfail_strict"
+    assert refused["reason"] == "dev lacks aten::mm.out: the test fails on dev's refusal"
     failing = modes[("TestDev::test_fails_anywhere", ())]
     assert failing["mode"] == "xfail_strict"
     assert "fails on the recording device" in failing["reason"]

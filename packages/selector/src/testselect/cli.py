@@ -143,7 +143,7 @@ def _recording(args: argparse.Namespace) -> Recording | None:
         caps = load_capabilities(Path(args.capabilities))
     except CapabilitiesError as exc:
         raise CliError(str(exc)) from None
-    return Recording(args.device, args.device_count, tuple(sorted(caps.aten_ops)))
+    return Recording(args.device, args.device_count, caps.aten_ops)
 
 
 def _ops(args: argparse.Namespace) -> int:

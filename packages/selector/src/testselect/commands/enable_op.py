@@ -14,6 +14,7 @@ from testselect.index.store import Store
 from testselect.select.choose import make_reasoner, reasoner_options
 from testselect.select.configdiff import changed_lines
 from testselect.select.enable_op import Change, EnableOpReport, enable_op
+from testselect.select.reasoner import shortlist
 
 OP_NAME = re.compile(r"^[a-z_][a-z0-9_]*::[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)?$")
 
@@ -50,8 +51,7 @@ def _entry(change: Change) -> str:
 
 def _cases(change: Change) -> str:
     """The cases it decides, by their names in the test's class (the first three, then a count)."""
-    names = [node.rsplit("::", 1)[-1] for node in change.cases]
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return shortlist([node.rsplit("::", 1)[-1] for node in change.cases])
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -31,15 +31,17 @@ def build(build_root: Path) -> Any:
     )
 
 
-def install(name: str, device_count: int, build_root: Path, ops: list[str]) -> Any:
+def install(name: str, device_count: int, build_root: Path, ops: dict[str, list[str]]) -> Any:
     """Makes privateuse1 the recording device named `name` with `device_count` devices that registers `ops` (the
-    device's export) itself; returns the extension, whose `take()` hands over (and clears) what reached the device
-    since the last call. Export names this torch does not know are left out (they cannot be called)."""
+    device's export: op -> dtypes, none listed meaning any) itself; returns the extension, whose `take()` hands over
+    (and clears) what reached the device since the last call, as (returned, raised) calls. Export names this torch
+    does not know are left out (they cannot be called)."""
     if privateuse1_name() not in ("privateuseone", name):
         raise RuntimeError(f"privateuse1 is already the {privateuse1_name()!r} device: cannot record as {name!r}")
     native = build(build_root)
-    native.configure(device_count)
-    native.register_ops(ops)
+    native.configure(name, device_count)
+    native.register_ops(sorted(ops))
+    native.export(ops)
     torch.utils.rename_privateuse1_backend(name)
     register_device_module(name, device_module(name, native))
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)

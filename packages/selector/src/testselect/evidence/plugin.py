@@ -36,7 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="run the cases on the recording privateuse1 device, named NAME: record what reaches the device",
     )
-    group.addoption("--evidence-device-ops", metavar="PATH", help="aten overloads the device registers, one a line")
+    group.addoption(
+        "--evidence-device-ops",
+        metavar="PATH",
+        help="aten overloads the device registers, one a line, each with a tab and the dtypes it runs (none: any)",
+    )
     group.addoption("--evidence-device-count", type=int, default=1, metavar="N", help="devices the recorder has")
 
 
@@ -54,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if name is not None:  # before collection: the test files instantiate their device classes on import
         from testselect.evidence.device import install
 
-        ops = sorted(_ids(config.getoption("evidence_device_ops")))
+        ops = _export(config.getoption("evidence_device_ops"))
         evidence.device = install(name, config.getoption("evidence_device_count"), build_root(), ops)
         evidence.device_name = name
     config.pluginmanager.register(evidence, "testselect-evidence")
@@ -67,6 +71,15 @@ def build_root() -> Path:
         return Path(folder)
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(cache) / "testselect" / "recorder"
+
+
+def _export(path: str | None) -> dict[str, list[str]]:
+    """`aten::add.Tensor\tfloat32,int64` lines as {op: dtypes}."""
+    export: dict[str, list[str]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines() if path else []:
+        op, _, dtypes = line.partition("\t")
+        export[op] = [d for d in dtypes.split(",") if d]
+    return export
 
 
 def _ids(path: str | None) -> set[str]:

@@ -30,11 +30,12 @@ _PYTEST_RAN = {0, 1, 5}  # pytest's ExitCode: ok, tests failed, none collected (
 @dataclass(frozen=True)
 class Recording:
     """The recording device a run's cases run on: the target device's name, how many devices it has, and the aten
-    overloads it registers (its export), so torch dispatches each call as it would on the device."""
+    overloads it registers (its export) with the dtypes it runs them for (none listed: any), so torch dispatches
+    each call as it would on the device, and a call the device would refuse raises as it would."""
 
     name: str
     device_count: int
-    ops: tuple[str, ...]
+    ops: dict[str, frozenset[str]]
 
 
 @dataclass
@@ -108,7 +109,8 @@ def run_evidence(
     report.already_recorded = sum(node.split("::", 1)[0] in names for node in evidence.current(store))
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # not the enclosing project's settings
     if device is not None:
-        (workdir / "device-ops").write_text("".join(f"{op}\n" for op in device.ops), encoding="utf-8")
+        lines = (f"{op}\t{','.join(sorted(dtypes))}\n" for op, dtypes in sorted(device.ops.items()))
+        (workdir / "device-ops").write_text("".join(lines), encoding="utf-8")
     pending = [Shard(number, chunk) for number, chunk in enumerate(split(files, shards))]
     try:
         for shard in pending:

@@ -39,12 +39,15 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
     cases: dict[str, list[CaseFacts]] = defaultdict(list)
     on_device: dict[str, list[RecordedCase]] = defaultdict(list)
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cases'").fetchone():
+        evidence.ensure(store)
         ops: dict[int, dict[str, set[str]]] = defaultdict(dict)
         for case_id, op in db.execute("SELECT case_id, op FROM case_ops"):
             ops[case_id].setdefault(op, set())
         for case_id, op, dtype in db.execute("SELECT case_id, op, dtype FROM case_op_dtypes"):
             ops[case_id].setdefault(op, set()).add(dtype)
-        evidence.ensure(store)
+        raised: dict[int, dict[str, set[str]]] = defaultdict(dict)
+        for case_id, op, dtype in db.execute("SELECT case_id, op, dtype FROM case_raised"):
+            raised[case_id].setdefault(op, set()).update([dtype] if dtype else [])
         current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome, c.recorder, c.opinfo, c.module, c.case_dtypes "
         current += f"FROM cases c {current_join('c')} "
         current += "ORDER BY c.node_id"  # stale cases: unknown
@@ -52,7 +55,8 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
             ran = {op: frozenset(d) for op, d in ops[case_id].items()}
             if kind == "device":
                 dtypes = tuple(json.loads(case_dtypes))
-                on_device[test_node_id].append(RecordedCase(node_id, outcome, ran, opinfo, module, dtypes))
+                refused = {op: frozenset(d) for op, d in raised[case_id].items()}
+                on_device[test_node_id].append(RecordedCase(node_id, outcome, ran, opinfo, module, dtypes, refused))
             else:
                 cases[test_node_id].append(CaseFacts(node_id, case_dtype(node_id), outcome, ran))
     observed = device_store.device_facts(store)

@@ -62,6 +62,7 @@ class RecordedCase:
     op: str | None = None
     module: str | None = None
     dtypes: tuple[str, ...] = ()
+    raised: dict[str, frozenset[str]] = field(default_factory=dict)  # the calls whose kernel raised
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,11 @@ class Reasoner(Protocol):
     def bucket(self, test: TestFacts) -> list[Decision]: ...
 
     def predict(self, case: RecordedCase) -> DeviceCase: ...
+
+
+def shortlist(ops: list[str]) -> str:
+    """The first three, and how many more: a reason stays one line however many it names."""
+    return ", ".join(ops[:3]) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
 
 
 def case_dtype(node_id: str) -> str | None:
@@ -198,12 +204,15 @@ class RuleReasoner:
                 reason,
             )
 
+        refused = self._lacking(case.raised, ())
+        if case.outcome == "failed" and refused:  # the recorder raised the device's refusal in place of CPU's error
+            device = self.profile.device
+            return ended("unsupported_op", f"{device} lacks {shortlist(refused)}: the test fails on {device}'s refusal")
         if case.outcome in RECORDED_ENDS:
             return ended(*RECORDED_ENDS[case.outcome])
         lacking = self._lacking(case.ops, ())  # what reached the device is registered there or not: no globs
         if lacking:
-            shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-            return ended("unsupported_op", f"{self.profile.device} lacks {shown}")
+            return ended("unsupported_op", f"{self.profile.device} lacks {shortlist(lacking)}")
         return ended(None)
 
     def _lacking(self, ops: dict[str, frozenset[str]], provided: tuple[str, ...]) -> list[str]:
@@ -280,8 +289,7 @@ class RuleReasoner:
         short = sorted({op for ops in lacking.values() for op in ops})
         hit = sum(1 for ops in lacking.values() if ops)
         if hit:
-            shown = ", ".join(short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
-            reason = f"{self.profile.device} lacks {shown}, run on CPU by {hit} of {len(ran)}{where} cases"
+            reason = f"{self.profile.device} lacks {shortlist(short)}, run on CPU by {hit} of {len(ran)}{where} cases"
             mode = self.profile.missing_op if hit == len(ran) else "xfail"
             return Decision(node_id, mode, reason, "op evidence: aten ops", dtype)
         failed = [c for c in ran if c.outcome in CPU_FAILED]

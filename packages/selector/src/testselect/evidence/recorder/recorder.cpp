@@ -1,6 +1,6 @@
 // The recording device: a privateuse1 backend whose memory is host memory and whose every op is computed by the CPU
-// kernel, after writing down the aten overload and the dtypes that reached the PrivateUse1 dispatch key, and whether
-// the kernel returned or raised (a test that asks for an error sees the device refuse it as well).
+// kernel, after writing down the aten overload that reached the PrivateUse1 dispatch key, the dtype the device
+// decides it by, and whether the kernel returned or raised (a call the device does not run raises its refusal).
 //
 // What reaches that key is what a device backend would be asked to run: torch's composite kernels have decomposed
 // above it, and ops on CPU tensors (comparison helpers, `.cpu()` results, reference computations) never get here.
@@ -40,12 +40,15 @@ namespace {
 constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
 constexpr c10::DispatchKeySet kKeys(c10::DispatchKey::PrivateUse1);
 
+std::string device_name = "privateuseone";
 int device_count = 1;
 thread_local c10::DeviceIndex current = 0;
+// The device's export: aten overload -> the dtypes it runs (empty: any).
+std::map<std::string, std::set<std::string>> exported;
 
 // ---- what reached the device -------------------------------------------------------------------------------------
 
-// aten overload -> calls, and the dtypes of its tensor and dtype arguments
+// aten overload -> calls, and the dtypes the device decided them by
 using Calls = std::map<std::string, std::pair<int64_t, std::set<std::string>>>;
 
 std::mutex seen_mutex;
@@ -96,26 +99,43 @@ std::string overload_name(const c10::OperatorName& name) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-// Only the device's own tensors: a host scalar or host index beside them is not computed by the device.
-void note_tensor(std::set<std::string>& dtypes, const at::Tensor& t) {
-  if (t.defined() && t.device().type() == kType) {
-    dtypes.insert(dtype_name(t.scalar_type()));
+// The dtype a device decides a call by, as an export's op dtypes mean it (and an OpInfo's dtypes): its first
+// device tensor's, else a factory's `dtype=`. A host scalar or host index is not the device's; a second operand of
+// another dtype is promoted or cast by the op, which the device runs for its first operand's dtype.
+class Lead {
+ public:
+  void see(const at::Tensor& t) {
+    if (tensor_.empty() && t.defined() && t.device().type() == kType) {
+      tensor_ = dtype_name(t.scalar_type());
+    }
   }
-}
+  void see(const c10::IValue& value) {
+    if (value.isTensor()) {
+      see(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorVector()) {
+        see(t);
+      }
+    } else if (value.isList()) {
+      for (const c10::IValue& item : value.toListRef()) {
+        see(item);
+      }
+    }
+  }
+  void see_factory(c10::ScalarType type) {
+    if (factory_.empty()) {
+      factory_ = dtype_name(type);
+    }
+  }
+  std::set<std::string> dtypes() const {
+    const std::string& lead = tensor_.empty() ? factory_ : tensor_;
+    return lead.empty() ? std::set<std::string>{} : std::set<std::string>{lead};
+  }
 
-void note_value(std::set<std::string>& dtypes, const c10::IValue& value) {
-  if (value.isTensor()) {
-    note_tensor(dtypes, value.toTensor());
-  } else if (value.isTensorList()) {
-    for (const at::Tensor& t : value.toTensorVector()) {
-      note_tensor(dtypes, t);
-    }
-  } else if (value.isList()) {
-    for (const c10::IValue& item : value.toListRef()) {
-      note_value(dtypes, item);
-    }
-  }
-}
+ private:
+  std::string tensor_;
+  std::string factory_;
+};
 
 bool is_kind(const c10::Argument& argument, c10::TypeKind kind) {
   c10::TypePtr type = argument.type();
@@ -128,28 +148,28 @@ bool is_kind(const c10::Argument& argument, c10::TypeKind kind) {
 std::set<std::string> stack_dtypes(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   const auto& arguments = op.schema().arguments();
   const std::size_t begin = stack.size() - arguments.size();
-  std::set<std::string> dtypes;
+  Lead lead;
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const c10::IValue& value = stack[begin + i];
-    if (value.isInt() && is_kind(arguments[i], c10::TypeKind::ScalarTypeType)) {  // a factory's `dtype=`
-      dtypes.insert(dtype_name(static_cast<c10::ScalarType>(value.toInt())));
+    if (value.isInt() && is_kind(arguments[i], c10::TypeKind::ScalarTypeType)) {  // a `dtype=`
+      lead.see_factory(static_cast<c10::ScalarType>(value.toInt()));
     } else {
-      note_value(dtypes, value);
+      lead.see(value);
     }
   }
-  return dtypes;
+  return lead.dtypes();
 }
 
-void note_dtypes(std::set<std::string>& /*dtypes*/) {}
+void note_dtypes(Lead& /*lead*/) {}
 
 template <class T, class... Rest>
-void note_dtypes(std::set<std::string>& dtypes, const T& first, const Rest&... rest) {
+void note_dtypes(Lead& lead, const T& first, const Rest&... rest) {
   if constexpr (std::is_same_v<std::decay_t<T>, at::Tensor>) {
-    note_tensor(dtypes, first);
+    lead.see(first);
   } else if constexpr (std::is_same_v<std::decay_t<T>, std::optional<c10::ScalarType>>) {
-    dtypes.insert(dtype_name(first.value_or(c10::get_default_dtype_as_scalartype())));  // a factory's dtype
+    lead.see_factory(first.value_or(c10::get_default_dtype_as_scalartype()));
   }
-  note_dtypes(dtypes, rest...);
+  note_dtypes(lead, rest...);
 }
 
 // A directly registered kernel, recorded under `Name` before it runs.
@@ -159,9 +179,9 @@ struct Recorded;
 template <class R, class... A, R (*Kernel)(A...), const char* Name>
 struct Recorded<Kernel, Name> {
   static R call(A... args) {
-    std::set<std::string> dtypes;
-    note_dtypes(dtypes, args...);
-    return noted(Name, dtypes, [&]() -> R { return Kernel(std::forward<A>(args)...); });
+    Lead lead;
+    note_dtypes(lead, args...);
+    return noted(Name, lead.dtypes(), [&]() -> R { return Kernel(std::forward<A>(args)...); });
   }
 };
 
@@ -541,13 +561,37 @@ void check_same_device(const c10::OperatorHandle& op, const torch::jit::Stack& s
   }
 }
 
+// `aten::addcdiv.out (int16)` when the export does not run the call (the op, or one of its dtypes), else "".
+std::string lacked(const std::string& name, const std::set<std::string>& dtypes) {
+  const auto entry = exported.find(name);
+  if (entry == exported.end()) {
+    return name;
+  }
+  std::string missing;
+  for (const std::string& dtype : dtypes) {
+    if (!entry->second.empty() && entry->second.count(dtype) == 0) {
+      missing += (missing.empty() ? "" : ", ") + dtype;
+    }
+  }
+  return missing.empty() ? "" : name + " (" + missing + ")";
+}
+
+// A call whose CPU kernel raises is one the test may expect to raise; the device raises too, but its own refusal
+// when it does not run the call: the test sees that refusal, as it would on the device.
 void record_and_compute(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  noted(overload_name(op.operator_name()), stack_dtypes(op, *stack), [&] {
+  const std::string name = overload_name(op.operator_name());
+  const std::set<std::string> dtypes = stack_dtypes(op, *stack);
+  try {
     check_same_device(op, *stack);
     use_device_generators(op, stack);
     at::native::cpu_fallback(op, stack);
-    return true;
-  });
+  } catch (...) {
+    note(name, dtypes, true);
+    const std::string refused = lacked(name, dtypes);
+    TORCH_CHECK_NOT_IMPLEMENTED(refused.empty(), device_name, " does not run ", refused);
+    throw;
+  }
+  note(name, dtypes, false);
 }
 
 constexpr char kEmpty[] = "aten::empty.memory_format";
@@ -636,12 +680,18 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "The recording privateuse1 device of testselect evidence";
-  m.def("configure", [](int count) {
+  m.def("configure", [](const std::string& name, int count) {
     TORCH_CHECK(count >= 1, "recorder: needs at least one device");
+    recorder::device_name = name;
     recorder::device_count = count;
     at::RegisterPrivateUse1HooksInterface(new recorder::Hooks());
   });
   m.def("register_ops", &recorder::register_ops);
+  m.def("export", [](const std::map<std::string, std::vector<std::string>>& ops) {
+    for (const auto& [name, dtypes] : ops) {
+      recorder::exported[name] = std::set<std::string>(dtypes.begin(), dtypes.end());
+    }
+  });
   m.def("device_count", [] { return recorder::device_count; });
   m.def("current_device", [] { return static_cast<int>(recorder::current); });
   m.def("set_device", [](int index) { recorder::set_device(static_cast<c10::DeviceIndex>(index)); });
