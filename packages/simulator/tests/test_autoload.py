@@ -67,3 +67,24 @@ def test_autoload_is_idempotent() -> None:
     import torch
 
     assert torch.empty(1, device="ring").device.type == "ring"
+
+
+def test_compiling_without_the_compiler_names_it() -> None:
+    """Inductor finds ring's codegen on `torch.ring`; with no compiler registered, that lookup names the package."""
+    result = run(
+        """
+        import torch, ringsim
+        torch.compile(lambda t: t.sin() + 1)(torch.ones(3))  # other devices compile as before
+        try:
+            torch.compile(lambda t: torch.softmax(t, -1))(torch.ones(2, 8, device="ring"))
+        except Exception as error:
+            print(str(error).splitlines()[1])
+        """,
+        TORCH_DEVICE_BACKEND_AUTOLOAD="0",
+        TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "RuntimeError: torch.compile on ring needs its compiler: install tributary-compiler "
+        "(or `import ring_inductor` where TORCH_DEVICE_BACKEND_AUTOLOAD=0)"
+    )

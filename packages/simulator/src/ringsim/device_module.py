@@ -169,3 +169,30 @@ def memory_stats(device: _DeviceLike = None) -> dict[str, Any]:
             ("capacity_bytes", stats["capacity"]),
         ]
     )
+
+
+_NO_COMPILER = (
+    "torch.compile on ring needs its compiler: install tributary-compiler "
+    "(or `import ring_inductor` where TORCH_DEVICE_BACKEND_AUTOLOAD=0)"
+)
+
+
+class _Refusing(type):
+    """Any attribute Inductor asks of the class (`supports_caching`, ...) raises the one-line error."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(_NO_COMPILER)
+
+
+class NoCompiler(metaclass=_Refusing):
+    """What Inductor finds on `torch.ring` when no compiler registered ring's codegen: using it names the compiler
+    to install or import, instead of Inductor's bare assertion."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError(_NO_COMPILER)
+
+
+#: Inductor's lookup for a privateuse1 device's codegen (torch._inductor.codegen.common.init_backend_registration).
+Scheduling = PythonWrapperCodegen = CppWrapperCodegen = WrapperFxCodegen = NoCompiler
