@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from ring_inductor import config
+from ring_inductor import config, placement
 from ring_inductor.checking import compiled_kernels, compiled_run, float64_reference
-from ring_inductor.placement import Lifetime, lifetimes, needed, place
+from ring_inductor.placement import Lifetime, buffers, lifetimes, needed, place
 from ring_inductor.tolerance import device_bound, excess
 
 
@@ -115,3 +115,33 @@ def test_an_unknown_solver_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "scratchpad_solver", "first-fit")
     with pytest.raises(Exception, match=r"scratchpad_solver: unknown solver 'first-fit' \(one of stacked, greedy"):
         compiled_run(lambda x: x + 1, torch.randn(64, 64))
+
+
+def test_a_tile_spill_costs_its_bytes_out_once_and_back_for_every_read() -> None:
+    steps = [([], ["a"]), (["a"], ["b"]), (["a", "b"], ["c"]), (["c"], [])]
+    tiles = lifetimes(steps, {"a": 4, "b": 4, "c": 4})
+    assert {t.tile: t.reads for t in tiles} == {"a": 2, "b": 1, "c": 1}
+    traffic = {b.name: b.traffic for b in buffers(tiles, 32)}
+    assert traffic == {"a": 128 * 3, "b": 128 * 2, "c": 128 * 2}
+
+
+def test_the_solver_asked_for_is_the_one_every_decision_uses(dump_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fusion decisions and the emitted kernel alike: no other solver stands in for CP-SAT."""
+    asked: list[str] = []
+    real = placement.allocate
+
+    def recording(placed, capacity, solver, time_limit=None):
+        asked.append(solver)
+        return real(placed, capacity, solver, time_limit=time_limit)
+
+    monkeypatch.setattr(placement, "allocate", recording)
+    monkeypatch.setattr(config, "scratchpad_solver", "cp-sat")
+    x = torch.randn(64, 256)
+    softmax = lambda t: torch.softmax(t * 2, -1)  # noqa: E731 - three scheduler nodes: fusion asks the solver
+    out, _ = compiled_run(softmax, x)
+    bound = device_bound(torch.float32, "normalization", k=256, scale=4)
+    assert excess(out, float64_reference(softmax, x), bound) <= 0
+    assert asked
+    assert set(asked) == {"cp-sat"}
+    (decisions,) = _decisions(dump_dir)
+    assert decisions["scratchpad"]["solver"] == "cp-sat"

@@ -17,7 +17,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ring_inductor import config, fusion_planned
+from ring_inductor import fusion_planned
 from ring_inductor.emit import SCRATCHPAD, Tiles, align, dtype_name, plan_split
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.graph import KernelGraph, Operand, Value
@@ -185,8 +185,7 @@ def choose(buffer: RingMatmulBuffer, nodes: list[Any]) -> Choice:
         if planned:
             fusion_planned.check(graph)
         else:
-            solver = "best-fit" if config.scratchpad_solver == "cp-sat" else config.scratchpad_solver
-            plan_split(graph, Tiles(graph), solver)
+            plan_split(graph, Tiles(graph))
     except UnsupportedError as error:
         refused, graph = str(error), None
     if planned:

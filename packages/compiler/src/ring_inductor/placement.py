@@ -24,32 +24,37 @@ CP_SAT_LIMIT = 2.0
 
 @dataclass(frozen=True)
 class Lifetime:
-    """One per-chunk tile: bytes per row of the chunk and its live interval [start, end) in the chunk's steps."""
+    """One per-chunk tile: bytes per row of the chunk, its live interval [start, end) in the chunk's steps, and how
+    many steps read it (a spilled tile goes out once and comes back for each)."""
 
     tile: str
     row_bytes: int
     start: int
     end: int
+    reads: int = 1
 
 
 def lifetimes(steps: Sequence[tuple[Sequence[str], Sequence[str]]], row_bytes: dict[str, int]) -> list[Lifetime]:
     """The live interval of each tile in `row_bytes`, from a chunk's steps in order, each as (reads, writes)."""
     start: dict[str, int] = {}
     end: dict[str, int] = {}
+    readers: dict[str, int] = {}
     for index, (reads, writes) in enumerate(steps):
         for tile in reads:
             if tile in row_bytes:
                 end[tile] = index + 1
+                readers[tile] = readers.get(tile, 0) + 1
         for tile in writes:
             if tile in row_bytes:
                 start.setdefault(tile, index)
                 end[tile] = max(end.get(tile, 0), index + 1)
-    return [Lifetime(t, row_bytes[t], start[t], end[t]) for t in row_bytes if t in start]
+    return [Lifetime(t, row_bytes[t], start[t], end[t], readers.get(t, 0)) for t in row_bytes if t in start]
 
 
 def buffers(tiles: Sequence[Lifetime], rows: int) -> list[Buffer]:
-    """The tiles of a chunk of `rows` rows as the solvers' buffers."""
-    return [Buffer(t.tile, t.row_bytes * rows, t.start, t.end) for t in tiles]
+    """The tiles of a chunk of `rows` rows as the solvers' buffers, each with the device-memory bytes its spill
+    would move (out once, back in for every read): what CP-SAT minimises when a chunk's tiles cannot all stay."""
+    return [Buffer(t.tile, t.row_bytes * rows, t.start, t.end, t.row_bytes * rows * (1 + t.reads)) for t in tiles]
 
 
 def needed(tiles: Sequence[Lifetime], rows: int, solver: str) -> int:

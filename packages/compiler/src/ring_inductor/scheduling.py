@@ -24,12 +24,11 @@ from ring_inductor.torchprivate import (
 
 
 def _fits(nodes: list[Any]) -> bool:
-    """Whether one kernel can hold `nodes`; placed by best-fit when the codegen's solver is CP-SAT (whatever best-fit
-    places, CP-SAT, seeded with it, places too), so fusion decisions stay fast."""
-    solver = "best-fit" if config.scratchpad_solver == "cp-sat" else config.scratchpad_solver
+    """Whether one kernel can hold `nodes`, as the configured scratchpad solver places its tiles (the one the
+    kernel is then emitted with: a fusion only CP-SAT can place is taken when CP-SAT is asked for)."""
     try:
         graph = record_kernel(nodes)
-        plan_split(graph, Tiles(graph), solver)
+        plan_split(graph, Tiles(graph))
     except RowOverflow:
         return fits_looped(graph)
     except UnsupportedError:
