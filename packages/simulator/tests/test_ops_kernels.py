@@ -138,3 +138,12 @@ def test_data_movement_is_exact() -> None:
     mask = x > 0
     assert torch.equal(torch.where(mask.to(DEVICE), d, -d).cpu(), torch.where(mask, x, -x))
     assert torch.equal(d.masked_fill(mask.to(DEVICE), 0.5).cpu(), x.masked_fill(mask, 0.5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_reduced_precision_dtype_argument_computes_as_the_widened_input(dtype: torch.dtype) -> None:
+    """float16/bfloat16 compute in float32: their `dtype=` widens with them (vector_norm refuses a narrowing one)."""
+    x = torch.randn(3, 40, dtype=dtype)
+    got = torch.linalg.vector_norm(x.to("ring"), 2.0, dim=1, dtype=dtype)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu(), torch.linalg.vector_norm(x, 2.0, dim=1, dtype=dtype))

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .dtypes import DEVICE_DTYPES, DTYPE_NAMES, WIDENED_DTYPES
+from .dtypes import DEVICE_DTYPES, DTYPE_NAMES, widened
 
 ComputeFn = Callable[..., Any]
 
@@ -126,8 +126,9 @@ TILES_AS = "tiles_as"
 
 
 def call(fn: ComputeFn, inputs: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[torch.Tensor, ...]:
-    """Run `fn` with float16/bfloat16 inputs widened to float32; return its tensor results as a tuple."""
-    tiles = [tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in inputs]
+    """Run `fn` with float16/bfloat16 inputs (and `dtype=`) widened to float32; return its tensor results as a
+    tuple."""
+    tiles, attrs = widened(inputs, attrs)
     names = attrs.get(TILES_AS)
     if names is None:
         result = fn(*tiles, **attrs)

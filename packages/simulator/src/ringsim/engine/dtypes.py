@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import torch
 
 #: Floating dtypes the device computes in (no float64, no complex).
@@ -30,3 +33,13 @@ DTYPE_NAMES: dict[torch.dtype, str] = {dtype: name for name, dtype in DEVICE_DTY
 
 #: Reduced-precision dtypes whose values are computed in float32 and rounded once on store.
 WIDENED_DTYPES: frozenset[torch.dtype] = frozenset({torch.float16, torch.bfloat16})
+
+
+def widened(tiles: Sequence[torch.Tensor], attrs: Mapping[str, Any]) -> tuple[list[torch.Tensor], dict[str, Any]]:
+    """A compute fn's float16/bfloat16 tiles and `dtype=` as float32: it computes in float32 and its result is
+    rounded once to its output tile (a narrow `dtype=` beside a widened tile would be refused as narrowing, as
+    `linalg.vector_norm` refuses a float32 input with `dtype=bfloat16`)."""
+    attrs = dict(attrs)
+    if attrs.get("dtype") in WIDENED_DTYPES:
+        attrs["dtype"] = torch.float32
+    return [tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in tiles], attrs

@@ -12,7 +12,7 @@ from typing import Any
 from ringsim import torchbridge
 
 from .compute import ENGINE_FNS, TILES_AS
-from .dtypes import WIDENED_DTYPES
+from .dtypes import widened
 from .executor import Action
 
 
@@ -41,7 +41,7 @@ def _compute(action: Action) -> tuple[Any, ...] | None:
     if action.name in ENGINE_FNS:
         return None
     names = attrs.pop(TILES_AS, None)
-    tiles = [tile.float() if tile.dtype in WIDENED_DTYPES else tile for tile in action.inputs]
+    tiles, attrs = widened(action.inputs, attrs)
     args, kwargs = ((), {**dict(zip(names, tiles, strict=True)), **attrs}) if names else (tuple(tiles), attrs)
     base, _, overload = action.name.partition(".")
     qualname = f"aten::{base}"
