@@ -30,6 +30,10 @@ class TestDev(TestCase):
         a, b = torch.ones(3, device=device), torch.ones(3, device=device, dtype=torch.float64)
         self.assertEqual((a + b).dtype, torch.float64)  # add runs for its first operand, float32: promoted
 
+    def test_complex_operand(self, device):
+        a, b = torch.ones(3, device=device), torch.ones(3, dtype=torch.complex64).to(device)
+        self.assertEqual((a + b).dtype, torch.complex64)  # no op of dev computes in complex64: add needs it too
+
     def test_stack(self, device):
         a = torch.ones(2, device=device)
         self.assertEqual(torch.stack([a, a]).shape, (2, 2))
@@ -111,7 +115,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["observed"] == {"failed": 3, "passed": 11}, report
+    assert report["observed"] == {"failed": 3, "passed": 12}, report
     return {"base": base, "store": base / "rel.sqlite"}
 
 
@@ -164,6 +168,8 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     assert modes[("TestDev::test_compare", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_stack", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_mixed", ())]["mode"] == "mandatory_success"  # the export's dtypes: the first operand's
+    foreign = modes[("TestDev::test_complex_operand", ())]
+    assert (foreign["mode"], foreign["reason"]) == ("xfail_strict", "dev lacks aten::add.Tensor (complex64)")
     assert modes[("TestDev::test_refused", ())]["mode"] == "mandatory_success"  # dev refuses mm, as the test asks
     refused = modes[("TestDev::test_refused_with_cpu_message", ())]
     assert refused["mode"] == "xfail_strict"

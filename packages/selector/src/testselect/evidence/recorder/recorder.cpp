@@ -45,6 +45,8 @@ int device_count = 1;
 thread_local c10::DeviceIndex current = 0;
 // The device's export: aten overload -> the dtypes it runs (empty: any).
 std::map<std::string, std::set<std::string>> exported;
+// Every dtype some op of the export computes in (empty: no export, nothing known).
+std::set<std::string> computed;
 
 // ---- what reached the device -------------------------------------------------------------------------------------
 
@@ -99,14 +101,21 @@ std::string overload_name(const c10::OperatorName& name) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-// The dtype a device decides a call by, as an export's op dtypes mean it (and an OpInfo's dtypes): its first
-// device tensor's, else a factory's `dtype=`. A host scalar or host index is not the device's; a second operand of
-// another dtype is promoted or cast by the op, which the device runs for its first operand's dtype.
+// The dtypes a device decides a call by, as an export's op dtypes mean them (and an OpInfo's dtypes): its first
+// device tensor's, else a factory's `dtype=`. A host scalar or host index is not the device's; another operand of
+// another dtype is promoted or cast by the op, which the device runs for its first operand's dtype, unless no op of
+// the export computes in that dtype (a complex operand of a device without complex): that dtype is the call's too.
 class Lead {
  public:
   void see(const at::Tensor& t) {
-    if (tensor_.empty() && t.defined() && t.device().type() == kType) {
-      tensor_ = dtype_name(t.scalar_type());
+    if (!t.defined() || t.device().type() != kType) {
+      return;
+    }
+    std::string dtype = dtype_name(t.scalar_type());
+    if (tensor_.empty()) {
+      tensor_ = std::move(dtype);
+    } else if (!computed.empty() && computed.count(dtype) == 0) {
+      foreign_.insert(std::move(dtype));
     }
   }
   void see(const c10::IValue& value) {
@@ -128,13 +137,18 @@ class Lead {
     }
   }
   std::set<std::string> dtypes() const {
+    std::set<std::string> all = foreign_;
     const std::string& lead = tensor_.empty() ? factory_ : tensor_;
-    return lead.empty() ? std::set<std::string>{} : std::set<std::string>{lead};
+    if (!lead.empty()) {
+      all.insert(lead);
+    }
+    return all;
   }
 
  private:
   std::string tensor_;
   std::string factory_;
+  std::set<std::string> foreign_;
 };
 
 bool is_kind(const c10::Argument& argument, c10::TypeKind kind) {
@@ -690,6 +704,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("export", [](const std::map<std::string, std::vector<std::string>>& ops) {
     for (const auto& [name, dtypes] : ops) {
       recorder::exported[name] = std::set<std::string>(dtypes.begin(), dtypes.end());
+      recorder::computed.insert(dtypes.begin(), dtypes.end());
     }
   });
   m.def("device_count", [] { return recorder::device_count; });
