@@ -34,6 +34,10 @@ class TestDev(TestCase):
         a, b = torch.ones(3, device=device), torch.ones(3, dtype=torch.complex64).to(device)
         self.assertEqual((a + b).dtype, torch.complex64)  # no op of dev computes in complex64: add needs it too
 
+    def test_host_scalar_first(self, device):
+        a = torch.ones(2, device=device)
+        self.assertEqual(torch.add(torch.tensor(1.0), a).device, a.device)  # the result is the device's
+
     def test_stack(self, device):
         a = torch.ones(2, device=device)
         self.assertEqual(torch.stack([a, a]).shape, (2, 2))
@@ -115,7 +119,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     done = subprocess.run([TESTSELECT, *argv], cwd=base, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["observed"] == {"failed": 3, "passed": 12}, report
+    assert report["observed"] == {"failed": 3, "passed": 13}, report
     return {"base": base, "store": base / "rel.sqlite"}
 
 
@@ -167,6 +171,7 @@ def test_select_decides_each_dtype_from_the_device_side_evidence(
     assert lacking["reason"] == "dev lacks aten::cumsum (float64)"
     assert modes[("TestDev::test_compare", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_stack", ())]["mode"] == "mandatory_success"
+    assert modes[("TestDev::test_host_scalar_first", ())]["mode"] == "mandatory_success"
     assert modes[("TestDev::test_mixed", ())]["mode"] == "mandatory_success"  # the export's dtypes: the first operand's
     foreign = modes[("TestDev::test_complex_operand", ())]
     assert (foreign["mode"], foreign["reason"]) == ("xfail_strict", "dev lacks aten::add.Tensor (complex64)")

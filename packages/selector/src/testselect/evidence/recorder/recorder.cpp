@@ -590,15 +590,68 @@ std::string lacked(const std::string& name, const std::set<std::string>& dtypes)
   return missing.empty() ? "" : name + " (" + missing + ")";
 }
 
+// The device of the call's first device tensor, if any.
+std::optional<c10::Device> call_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const std::size_t count = op.schema().arguments().size();
+  for (std::size_t i = stack.size() - count; i < stack.size(); ++i) {
+    std::vector<at::Tensor> tensors;
+    if (stack[i].isTensor()) {
+      tensors.push_back(stack[i].toTensor());
+    } else if (stack[i].isTensorList()) {
+      tensors = stack[i].toTensorVector();
+    }
+    for (const at::Tensor& t : tensors) {
+      if (t.defined() && t.device().type() == kType) {
+        return t.device();
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A host result copied to the device below the dispatcher: the device would have made it there, so no call is noted.
+at::Tensor on_device(const at::Tensor& host, const c10::Device& device) {
+  const c10::DeviceGuard guard(device);
+  at::Tensor made = at::detail::empty_generic(host.sizes(), &allocator, kKeys, host.scalar_type(), std::nullopt);
+  host_view(made).copy_(host);
+  return made;
+}
+
+// The CPU fallback returns a new result on its first tensor argument's device, which is the host for a host scalar
+// first (`prims.add(1e-8, t)`): a device returns it on the device, where the next kernel expects it.
+void return_on(const c10::OperatorHandle& op, torch::jit::Stack* stack, const c10::Device& device) {
+  const auto& returns = op.schema().returns();
+  const std::size_t begin = stack->size() - returns.size();
+  for (std::size_t i = 0; i < returns.size(); ++i) {
+    c10::IValue& value = (*stack)[begin + i];
+    if (returns[i].alias_info() != nullptr) {
+      continue;  // an argument handed back (in place, out=): it stays where it was
+    }
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().is_cpu()) {
+      value = c10::IValue(on_device(value.toTensor(), device));
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> moved = value.toTensorVector();
+      for (at::Tensor& t : moved) {
+        t = t.defined() && t.is_cpu() ? on_device(t, device) : t;
+      }
+      value = c10::IValue(moved);
+    }
+  }
+}
+
 // A call whose CPU kernel raises is one the test may expect to raise; the device raises too, but its own refusal
 // when it does not run the call: the test sees that refusal, as it would on the device.
 void record_and_compute(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = overload_name(op.operator_name());
   const std::set<std::string> dtypes = stack_dtypes(op, *stack);
+  const std::optional<c10::Device> device = call_device(op, *stack);
   try {
     check_same_device(op, *stack);
     use_device_generators(op, stack);
     at::native::cpu_fallback(op, stack);
+    if (device) {
+      return_on(op, stack, *device);
+    }
   } catch (...) {
     note(name, dtypes, true);
     const std::string refused = lacked(name, dtypes);
