@@ -13,9 +13,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves
 
-from ring_inductor.torchprivate import inductor_decompositions, register_composite_kernel
+from ring_inductor.torchprivate import (
+    aten_log_softmax,
+    aten_softmax,
+    inductor_decompositions,
+    register_composite_kernel,
+    tree_leaves,
+)
 
 aten = torch.ops.aten
 DEVICE = "ring"
@@ -115,8 +120,8 @@ def scaled_dot_product_attention(
 
 #: The ring decompositions, by the aten overload they replace.
 RING_DECOMPOSITIONS: dict[Any, Callable[..., Any]] = {
-    aten._softmax.default: softmax,
-    aten._log_softmax.default: log_softmax,
+    aten_softmax.default: softmax,
+    aten_log_softmax.default: log_softmax,
     aten.native_layer_norm.default: native_layer_norm,
     aten.gelu.default: gelu,
     aten.silu.default: silu,

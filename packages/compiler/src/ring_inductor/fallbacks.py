@@ -12,10 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves
 
 from ring_inductor import matmul, template  # noqa: F401 - matmul defines the ring_inductor:: matmul ops
-from ring_inductor.torchprivate import eager_fallback_lowering, inductor_lowerings
+from ring_inductor.torchprivate import eager_fallback_lowering, inductor_lowerings, tree_leaves
 
 aten = torch.ops.aten
 DEVICE = "ring"

@@ -6,6 +6,7 @@ version, instead of deep inside a compile.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -13,8 +14,9 @@ import torch
 
 
 def _resolve(module: str, name: str) -> Any:
+    """`module`'s `name`, a dotted path under it (`aten._softmax` of `torch.ops`)."""
     try:
-        return getattr(importlib.import_module(module), name)
+        return functools.reduce(getattr, name.split("."), importlib.import_module(module))
     except (ImportError, AttributeError) as missing:
         raise ImportError(
             f"ring_inductor needs {module}.{name}, which this torch ({torch.__version__}) lacks"
@@ -42,6 +44,9 @@ SYMBOLS: tuple[tuple[str, str], ...] = (
     ("torch._inductor.ir", "FixedLayout"),
     ("torch._inductor.ir", "TensorBox"),
     ("torch._inductor.ir", "ExternKernel"),
+    ("torch.utils._pytree", "tree_leaves"),
+    ("torch.ops", "aten._softmax"),
+    ("torch.ops", "aten._log_softmax"),
 )
 
 register_backend_for_device = _resolve(*SYMBOLS[0])
@@ -66,6 +71,11 @@ TemplateBuffer = _resolve(*SYMBOLS[15])
 FixedLayout = _resolve(*SYMBOLS[16])
 TensorBox = _resolve(*SYMBOLS[17])
 _ExternKernel = _resolve(*SYMBOLS[18])
+#: Every tensor of a nest of lists, tuples and dicts (a call's args and kwargs).
+tree_leaves = _resolve(*SYMBOLS[19])
+#: aten's internal softmax packets, which the ring decompositions replace.
+aten_softmax = _resolve(*SYMBOLS[20])
+aten_log_softmax = _resolve(*SYMBOLS[21])
 
 
 def realize_input(x: Any) -> Any:
