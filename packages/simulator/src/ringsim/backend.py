@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from ringsim import torchbridge
+
 BACKEND_NAME = "ring"
 _registered = False
 
@@ -17,12 +19,12 @@ def autoload() -> None:
     global _registered
     if _registered:
         return
-    if torch._C._get_privateuse1_backend_name() != BACKEND_NAME:
+    if torchbridge.privateuse1_backend_name() != BACKEND_NAME:
         torch.utils.rename_privateuse1_backend(BACKEND_NAME)
     import ringsim._C  # noqa: F401 - loading it registers the allocator, guard, hooks and storage kernels
     from ringsim import device_module
 
-    torch._register_device_module(BACKEND_NAME, device_module)
+    torchbridge.register_device_module(BACKEND_NAME, device_module)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     from ringsim.ops import register
 

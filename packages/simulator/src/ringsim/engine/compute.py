@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from ringsim.torchbridge import OpOverload, bound_function, schema
+
 from .dtypes import DEVICE_DTYPES, DTYPE_NAMES, widened
 
 ComputeFn = Callable[..., Any]
@@ -166,16 +168,13 @@ class Signature:
     fn: ComputeFn | None = None
 
 
-_BOUND = torch._C._VariableFunctions
-
-
 def _bound_twin(fn: ComputeFn, attrs: Mapping[str, Any]) -> ComputeFn | None:
     """torch's C++-bound function for an aten overload (``torch.add`` for ``aten::add.Tensor``): it resolves the same
     overload from the same arguments at a fraction of an OpOverload call's cost. Tiles bound by name do not qualify
     (the bound functions call ``self`` ``input``)."""
-    if TILES_AS in attrs or not isinstance(fn, torch._ops.OpOverload):
+    if TILES_AS in attrs or not isinstance(fn, OpOverload):
         return None
-    return getattr(_BOUND, fn._schema.name.removeprefix("aten::"), None)
+    return bound_function(schema(fn).name.removeprefix("aten::"))
 
 
 def _same(results: tuple[torch.Tensor, ...], twins: tuple[torch.Tensor, ...]) -> bool:

@@ -18,9 +18,10 @@ from ringsim.ops.plan import OutputSpec, Plan, Values
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import OpSpec
 from ringsim.ops.rows import rows_getter
+from ringsim.torchbridge import OpOverload, schema
 
 
-def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     outs = meta_outputs(op, values)
     x = values[0]
     has_dim = "dim" in sig.index and x.dim() > 0
@@ -74,8 +75,8 @@ def _finish(x: torch.Tensor, perm: list[int], r: int, widths: list[int | None], 
     return finish
 
 
-def _empty_plan(key: Any, op: torch._ops.OpOverload, values: Values, flat: tuple[OutputSpec, ...], finish) -> Plan:
+def _empty_plan(key: Any, op: OpOverload, values: Values, flat: tuple[OutputSpec, ...], finish) -> Plan:
     """Nothing to sort or scan: the results have no elements, or are the op's fixed value for an empty row."""
     if all(math.prod(o.shape) == 0 for o in flat):
         return Plan(key, None, (), flat, finish)
-    raise NotImplementedError(f"ring: aten::{op._schema.name.removeprefix('aten::')} over an empty dim")
+    raise NotImplementedError(f"ring: aten::{schema(op).name.removeprefix('aten::')} over an empty dim")

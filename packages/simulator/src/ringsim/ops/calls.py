@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from ringsim.torchbridge import OpOverload, qualname, schema
+
 
 @dataclass(frozen=True)
 class Param:
@@ -32,9 +34,9 @@ class Signature:
     index: dict[str, int]
 
     @classmethod
-    def of(cls, op: torch._ops.OpOverload) -> Signature:
+    def of(cls, op: OpOverload) -> Signature:
         params = []
-        for arg in op._schema.arguments:
+        for arg in schema(op).arguments:
             text = str(arg.type)
             kind = (
                 "tensors"
@@ -42,11 +44,9 @@ class Signature:
                 else ("tensor" if text.startswith(("Tensor", "Optional[Tensor")) else "other")
             )
             params.append(Param(arg.name, kind, arg.default_value, arg.has_default_value(), arg.kwarg_only))
-        name = op._schema.name.removeprefix("aten::")
-        qualname = name if op._overloadname == "default" else f"{name}.{op._overloadname}"
-        return cls(qualname, tuple(params), {p.name: i for i, p in enumerate(params)})
+        return cls(qualname(op), tuple(params), {p.name: i for i, p in enumerate(params)})
 
-    def invoke(self, op: torch._ops.OpOverload, values: Sequence[Any]) -> Any:
+    def invoke(self, op: OpOverload, values: Sequence[Any]) -> Any:
         """Call `op` (this signature's overload, or one sharing its parameters) with bound values."""
         args = [v for p, v in zip(self.params, values, strict=True) if not p.kwarg_only]
         kwargs = {p.name: v for p, v in zip(self.params, values, strict=True) if p.kwarg_only}

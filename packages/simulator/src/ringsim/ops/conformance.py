@@ -15,6 +15,7 @@ import torch
 
 from ringsim.ops.numerics import bound
 from ringsim.ops.registry import DEVICE, OPINFO_NEEDS, Kind, Tolerance, by_packet, opinfo_dtypes
+from ringsim.torchbridge import opinfo_db
 
 _ORDER = list(Tolerance)
 
@@ -36,9 +37,7 @@ class Case:
 
 def opinfos() -> dict[str, Any]:
     """The op_db entries the device serves, by full name."""
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    return {op.full_name: op for op in op_db if op.full_name in OPINFO_NEEDS}
+    return {op.full_name: op for op in opinfo_db() if op.full_name in OPINFO_NEEDS}
 
 
 def cases(names: list[str] | None = None, samples: int = 3) -> Iterator[Case]:

@@ -17,6 +17,7 @@ from ringsim.ops.calls import Signature
 from ringsim.ops.dispatch import aligned
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import FLOATS, OpSpec
+from ringsim.torchbridge import OpOverload, internal_overlap
 
 _PROGRAMS: dict[Any, dict[str, Any]] = {}
 
@@ -41,7 +42,7 @@ def _check(spec: OpSpec, qualname: str, t: torch.Tensor) -> None:
 
 def _overlapping(t: torch.Tensor) -> bool:
     """Whether elements of `t` surely share memory (``expand``, a 0 stride): one value for them all is well defined."""
-    return torch._debug_has_internal_overlap(t) == 1
+    return internal_overlap(t) == 1
 
 
 def _fill_distinct(dest: torch.Tensor, value: Any) -> None:
@@ -128,7 +129,7 @@ def arange_kernel(spec: OpSpec, qualname: str):
     return arange_out
 
 
-def sequence_kernel(spec: OpSpec, op: torch._ops.OpOverload):
+def sequence_kernel(spec: OpSpec, op: OpOverload):
     """``linspace``/``logspace``/``range`` into ``out``: one core evaluates the sequence in fp32 and rounds it once.
 
     The points depend on the whole sequence (linspace counts from both ends), so one core computes them all on its
@@ -179,7 +180,7 @@ def _stream(qualname: str, source: torch.Tensor, dest: torch.Tensor) -> None:
     _launch(key, lambda: row_program(qualname, dest.numel(), operands, steps), dest, {"source": source.reshape(-1)})
 
 
-def random_kernel(spec: OpSpec, op: torch._ops.OpOverload):
+def random_kernel(spec: OpSpec, op: OpOverload):
     """In-place samplers (uniform_, normal_, random_, bernoulli_, exponential_...): the device's random unit.
 
     The random unit is modelled by the device generator (``torch.ring.manual_seed`` / ``get_rng_state``): the

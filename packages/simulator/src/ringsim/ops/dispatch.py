@@ -21,8 +21,9 @@ from ringsim.ops.elementwise import meta_args
 from ringsim.ops.plan import Plan
 from ringsim.ops.programs import STICK
 from ringsim.ops.registry import DEVICE, DTYPE_ORDER, Kind, OpSpec
+from ringsim.torchbridge import OpOverload, schema
 
-Builder = Callable[[OpSpec, torch._ops.OpOverload, Signature, list[Any], Any], Plan]
+Builder = Callable[[OpSpec, OpOverload, Signature, list[Any], Any], Plan]
 
 _PLANS: dict[Any, Plan] = {}
 _INPLACE_CHECKED: set[Any] = set()
@@ -70,7 +71,7 @@ def _check_dtypes(qualname: str, spec: OpSpec, values: list[Any], sig: Signature
             first = False
 
 
-def functional_kernel(spec: OpSpec, op: torch._ops.OpOverload, build: Builder) -> Callable[..., Any]:
+def functional_kernel(spec: OpSpec, op: OpOverload, build: Builder) -> Callable[..., Any]:
     """The kernel of a functional overload."""
     sig = Signature.of(op)
 
@@ -83,7 +84,7 @@ def functional_kernel(spec: OpSpec, op: torch._ops.OpOverload, build: Builder) -
 
 
 def _plan(
-    spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], build: Builder, called: str
+    spec: OpSpec, op: OpOverload, sig: Signature, values: list[Any], build: Builder, called: str
 ) -> tuple[Plan, list[Any]]:
     """The cached plan for this signature and the prepared operands; a new signature is first checked."""
     key = (sig.qualname, torch.get_default_dtype(), *map(key_of, values))  # the default dtype decides result dtypes
@@ -110,7 +111,7 @@ def _device(values: list[Any]) -> torch.device:
     return torch.device(DEVICE)
 
 
-def inplace_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.OpOverload, build: Builder):
+def inplace_kernel(spec: OpSpec, op: OpOverload, functional: OpOverload, build: Builder):
     """``add_``: the functional plan, writing into ``self`` (checked by the in-place meta kernel first)."""
     sig = Signature.of(functional)
     qualname = Signature.of(op).qualname
@@ -128,12 +129,12 @@ def inplace_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._o
     return kernel
 
 
-def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.OpOverload, build: Builder):
+def out_kernel(spec: OpSpec, op: OpOverload, functional: OpOverload, build: Builder):
     """``add.out`` (or ``max.dim_max``): the functional plan, resizing each out as torch does and writing into it."""
     sig = Signature.of(functional)
     out_sig = Signature.of(op)
     qualname = out_sig.qualname
-    out_names = [a.name for a in op._schema.arguments if a.is_out]
+    out_names = [a.name for a in schema(op).arguments if a.is_out]
 
     def kernel(*args: Any, **kwargs: Any) -> torch.Tensor | tuple[torch.Tensor, ...]:
         named = dict(zip((p.name for p in out_sig.params), out_sig.bind(args, kwargs), strict=True))
@@ -152,7 +153,7 @@ def out_kernel(spec: OpSpec, op: torch._ops.OpOverload, functional: torch._ops.O
 
 
 def _result_shapes(
-    plan: Plan, functional: torch._ops.OpOverload, sig: Signature, values: list[Any]
+    plan: Plan, functional: OpOverload, sig: Signature, values: list[Any]
 ) -> tuple[tuple[int, ...], ...]:
     """The op's output shapes, from its meta kernel once per plan: a plan's buffers may be flattened rows."""
     shapes = _RESULT_SHAPES.get(plan.key)
@@ -221,11 +222,11 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def _check_out_dtypes(plan: Plan, op: torch._ops.OpOverload, sig: Signature, named: dict[str, Any]) -> None:
+def _check_out_dtypes(plan: Plan, op: OpOverload, sig: Signature, named: dict[str, Any]) -> None:
     """Outs of another dtype than the result: CPU's refusal, word for word (an unsafe cast, a unary op's same-dtype
     rule, a (values, indices) op's index dtype; each op words it its own way), found by running the call on CPU
     zero tensors; only when a dtype differs, and only if CPU refuses it."""
-    outs = [named[a.name] for a in op._schema.arguments if a.is_out]
+    outs = [named[a.name] for a in schema(op).arguments if a.is_out]
     if all(spec.dtype == out.dtype for spec, out in zip(plan.outputs, outs, strict=True)):
         return
     on_cpu = {name: _zeros_on_cpu(v) for name, v in named.items()}
@@ -237,7 +238,7 @@ def _zeros_on_cpu(v: Any) -> Any:
     return torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.device.type == DEVICE else v
 
 
-def _check_inplace(op: torch._ops.OpOverload, sig: Signature, values: list[Any]) -> None:
+def _check_inplace(op: OpOverload, sig: Signature, values: list[Any]) -> None:
     """Refuse what the in-place op refuses (broadcast to self, lossy casts): torch's meta kernel finds it, and a CPU
     run on zeros words it as CPU does (meta's words differ, e.g. for an int tensor's `add_(1.5)`)."""
     meta = [

@@ -20,6 +20,7 @@ from ringsim.ops.calls import Signature
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, TooLargeError, row_program
 from ringsim.ops.registry import DEVICE, DTYPE_ORDER, OpSpec
+from ringsim.torchbridge import OpOverload
 
 # Ops whose CPU kernels take a Python number operand in the tensor's dtype (TensorIterator casts it to the common
 # dtype), not in float32 as add/mul/div do: fmod(x_fp16, 2.3) computes with 2.3 rounded to float16 (2.30078).
@@ -41,7 +42,7 @@ def meta_args(values: Values) -> list[Any]:
     return [meta(v) for v in values]
 
 
-def meta_outputs(op: torch._ops.OpOverload, values: Values) -> tuple[torch.Tensor, ...]:
+def meta_outputs(op: OpOverload, values: Values) -> tuple[torch.Tensor, ...]:
     """The op's results on meta tensors; a call the meta function refuses raises CPU's error for it when CPU
     refuses it too (torch's Python meta functions word some checks differently: roll's dims, repeated dims)."""
     sig = Signature.of(op)
@@ -52,7 +53,7 @@ def meta_outputs(op: torch._ops.OpOverload, values: Values) -> tuple[torch.Tenso
     return (result,) if isinstance(result, torch.Tensor) else tuple(result)
 
 
-def _cpu_error(sig: Signature, op: torch._ops.OpOverload, values: Values) -> Exception | None:
+def _cpu_error(sig: Signature, op: OpOverload, values: Values) -> Exception | None:
     """What CPU raises for the call on zero tensors of the same shapes and dtypes, or None if it accepts it."""
 
     def on_cpu(v: Any) -> Any:
@@ -109,7 +110,7 @@ def _host_scalar(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.is_cpu and value.dim() == 0
 
 
-def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     out = meta_outputs(op, values)[0]
     if out.dtype not in DTYPE_ORDER:  # a complex scalar operand (``x ** 1j``) makes a complex result
         raise errors.unsupported_dtype(sig.qualname, out.dtype, spec.dtypes)

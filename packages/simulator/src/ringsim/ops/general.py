@@ -16,13 +16,14 @@ from ringsim.ops.elementwise import meta_outputs, scalar
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_all, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import DEVICE, OpSpec
+from ringsim.torchbridge import OpOverload
 
 
 def on_device(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and value.device.type == DEVICE
 
 
-def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     """One core, whole operands: the op itself is the one compute step."""
     outs = meta_outputs(op, values)
     return whole_plan(key, sig.qualname, sig, values, outs)

@@ -20,6 +20,7 @@ from ringsim.ops.dispatch import aligned
 from ringsim.ops.plan import OutputSpec, Plan, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import OpSpec
+from ringsim.torchbridge import OpOverload
 
 _PLANS: dict[Any, Plan] = {}
 _MASKS = (torch.bool, torch.uint8)
@@ -237,7 +238,7 @@ def nonzero_kernel(spec: OpSpec, qualname: str):
     return nonzero
 
 
-def build_nonzero_static(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
+def build_nonzero_static(spec: OpSpec, op: OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
     """``nonzero_static``: its size is the caller's, so no count and no host read; the generic kernels around this
     builder give it its ``out=`` form and the native replay."""
     source, size, fill_value = (values[sig.index[name]] for name in ("self", "size", "fill_value"))

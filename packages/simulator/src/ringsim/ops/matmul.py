@@ -14,13 +14,14 @@ from ringsim.ops.elementwise import meta_outputs, scalar
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import OpSpec
+from ringsim.torchbridge import OpOverload
 
 
 def _arg(i: int):
     return lambda values: values[i]
 
 
-def build(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     out = meta_outputs(op, values)[0]
     shape = tuple(out.shape)
     outputs = (OutputSpec("out", shape, out.dtype),)

@@ -17,9 +17,10 @@ from ringsim.ops.elementwise import meta_outputs
 from ringsim.ops.plan import OutputSpec, Plan, Values, returns_first
 from ringsim.ops.programs import Operand, Step, row_program
 from ringsim.ops.registry import OpSpec
+from ringsim.torchbridge import OpOverload
 
 
-def build_cat(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_cat(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     out = meta_outputs(op, values)[0]
     tensors, dim = values[0], values[1]
     shape = tuple(out.shape)
@@ -82,7 +83,7 @@ def _view(shape: tuple[int, ...]):
     return lambda values, outs: outs[0].view(shape)
 
 
-def build_index_select(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_index_select(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     """Rows of the (dim-first) source looked up by index; index and output split across cores."""
     out = meta_outputs(op, values)[0]
     x, dim, index = values
@@ -115,7 +116,7 @@ def build_index_select(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, 
     return Plan(key, program, getters, (OutputSpec("out", (count, rest), out.dtype),), finish)
 
 
-def build_gather(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_gather(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     """``take_along_dim`` on the source narrowed to the index's extent; split along dim 0 when dim is not 0."""
     out = meta_outputs(op, values)[0]
     x, dim, index = values[0], values[1], values[2]

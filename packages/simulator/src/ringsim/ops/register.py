@@ -23,17 +23,17 @@ from ringsim.ops.calls import Signature
 from ringsim.ops.plan import Plan
 from ringsim.ops.registry import SPECS, Kind, OpSpec
 from ringsim.ops.variants import Variant, variants
-from ringsim.torchbridge import never_traced
+from ringsim.torchbridge import OpOverload, never_traced, overload_name, qualname
 
 #: Python's shift operators, run as the named shifts: the engine resolves compute fns by aten name, and an
 #: operator's dunder name is not one there.
 _SHIFTS = {"__lshift__": torch.ops.aten.bitwise_left_shift, "__rshift__": torch.ops.aten.bitwise_right_shift}
 
 
-def _build_shift(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
+def _build_shift(spec: OpSpec, op: OpOverload, sig: Signature, values: list[Any], key: Any) -> Plan:
     """The plan of the named shift taking the same arguments (``Scalar`` is ``Tensor_Scalar`` there)."""
     named = _SHIFTS[spec.aten]
-    twin = named.Tensor if op._overloadname == "Tensor" else named.Tensor_Scalar
+    twin = named.Tensor if overload_name(op) == "Tensor" else named.Tensor_Scalar
     return elementwise.build(spec, twin, Signature.of(twin), values, key)
 
 
@@ -62,7 +62,7 @@ STUBBED = ("convolution_overrideable", "convolution_backward_overrideable")
 _libraries: list[torch.library.Library] = []
 
 
-def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
+def _creation_kernel(spec: OpSpec, op: OpOverload, qualname: str):
     if spec.aten == "fill_":
         return fastpath.replayed(creation.fill_kernel(spec, qualname))
     if spec.aten == "zero_":
@@ -78,11 +78,9 @@ def _creation_kernel(spec: OpSpec, op: torch._ops.OpOverload, qualname: str):
     return creation.random_kernel(spec, op)
 
 
-def _unregistered(op: torch._ops.OpOverload, *args: Any, **kwargs: Any) -> Any:
+def _unregistered(op: OpOverload, *args: Any, **kwargs: Any) -> Any:
     """PrivateUse1 fallback: everything not in the registry is refused by name, never run on the host."""
-    name = op._schema.name.removeprefix("aten::")
-    overload = op._overloadname
-    raise errors.unsupported_op(name if overload == "default" else f"{name}.{overload}")
+    raise errors.unsupported_op(qualname(op))
 
 
 def _refuser(name: str):

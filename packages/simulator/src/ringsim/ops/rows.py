@@ -19,6 +19,7 @@ from ringsim.ops.plan import OutputSpec, Plan, Values, returns_all, returns_firs
 from ringsim.ops.programs import MIN_BYTES_PER_CORE, Operand, Step, TooLargeError, row_program, row_split
 from ringsim.ops.registry import OpSpec
 from ringsim.ops.split_reduction import REDUCTIONS, split_cores, split_program
+from ringsim.torchbridge import OpOverload, schema
 
 # Overloads without a dim argument reduce everything through the overload that has one.
 _WITH_DIM = {"prod": "prod.dim_int", "max": "amax", "min": "amin", "all": "all.dims", "any": "any.dims"}
@@ -49,7 +50,7 @@ def rows_getter(index: int, perm: list[int], r: int, k: int):
     return lambda values: values[index].permute(perm).contiguous().reshape(r, k)
 
 
-def build_reduction(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_reduction(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     x = values[0]
     dim = values[sig.index["dim"]] if "dim" in sig.index else None
     if dim not in (None, []) and x.dim() > _MAX_DIMS:
@@ -106,13 +107,13 @@ def _splits_k(fn: str, rows: int, k: int, dtype: torch.dtype, operands: list[Ope
     return k * dtype.itemsize >= MIN_BYTES_PER_CORE and cores > row_cores
 
 
-def _resolve(fn: str) -> torch._ops.OpOverload:
+def _resolve(fn: str) -> OpOverload:
     base, _, overload = fn.partition(".")
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
 def _type(fn: str, name: str) -> Any:
-    return next(a.type for a in _resolve(fn)._schema.arguments if a.name == name)
+    return next(a.type for a in schema(_resolve(fn)).arguments if a.name == name)
 
 
 def _reshaped(shapes: tuple[tuple[int, ...], ...], finish):
@@ -137,7 +138,7 @@ def _constant_plan(key, op, values: Values, out_specs, finish) -> Plan:
     return Plan(key, row_program("fill", rows, operands, steps), (), flat, finish)
 
 
-def build_softmax(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_softmax(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     """``_softmax``/``_log_softmax`` over one dim: one fused instruction per row block (max, sub, exp, sum, div)."""
     out = meta_outputs(op, values)[0]
     x, dim, half_to_float = values
@@ -159,7 +160,7 @@ def build_softmax(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, value
     return Plan(key, program, (("x", rows_getter(0, perm, r, k)),), (OutputSpec("out", (r, k), out.dtype),), finish)
 
 
-def build_layer_norm(spec: OpSpec, op: torch._ops.OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
+def build_layer_norm(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any) -> Plan:
     """``native_layer_norm`` as the device decomposes it: mean, variance, rsqrt, then scale and shift per row."""
     out, mean, rstd = meta_outputs(op, values)
     x, normalized_shape, weight, bias, eps = values

@@ -8,35 +8,31 @@ from functools import cache
 import torch
 
 from ringsim.ops.registry import SPECS, OpSpec
+from ringsim.torchbridge import OpOverload, qualname, schema
 
 
 @dataclass(frozen=True)
 class Variant:
     qualname: str  # e.g. "add_.Tensor"
     role: str  # "functional", "inplace" or "out"
-    op: torch._ops.OpOverload
-    functional: torch._ops.OpOverload
+    op: OpOverload
+    functional: OpOverload
 
 
-def _qualname(op: torch._ops.OpOverload) -> str:
-    name = op._schema.name.removeprefix("aten::")
-    return name if op._overloadname == "default" else f"{name}.{op._overloadname}"
+def _arguments(op: OpOverload) -> tuple[tuple[str, str], ...]:
+    return tuple((a.name, str(a.type)) for a in schema(op).arguments if not a.is_out)
 
 
-def _arguments(op: torch._ops.OpOverload) -> tuple[tuple[str, str], ...]:
-    return tuple((a.name, str(a.type)) for a in op._schema.arguments if not a.is_out)
+def _outs(op: OpOverload) -> int:
+    return sum(1 for a in schema(op).arguments if a.is_out)
 
 
-def _outs(op: torch._ops.OpOverload) -> int:
-    return sum(1 for a in op._schema.arguments if a.is_out)
-
-
-def _overload(packet: str, name: str) -> torch._ops.OpOverload | None:
+def _overload(packet: str, name: str) -> OpOverload | None:
     pk = getattr(torch.ops.aten, packet, None)
     return getattr(pk, name, None) if pk is not None and name in pk.overloads() else None
 
 
-def _inplace(spec: OpSpec, name: str, functional: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+def _inplace(spec: OpSpec, name: str, functional: OpOverload) -> OpOverload | None:
     """The in-place form of `functional`: the same overload name (``add_.Tensor``), else the one overload taking the
     same arguments (``floor_divide_.Tensor`` for ``floor_divide``, ``pow_.Scalar`` for ``pow.Tensor_Scalar``).
     Python's operators name theirs with an ``i`` (``__ilshift__`` for ``__lshift__``)."""
@@ -64,17 +60,17 @@ def variants(spec: OpSpec) -> tuple[Variant, ...]:
         functional = _overload(spec.aten, name)
         if functional is None:
             raise LookupError(f"aten::{spec.aten}.{name} does not exist in this torch")
-        found.append(Variant(_qualname(functional), "functional", functional, functional))
+        found.append(Variant(qualname(functional), "functional", functional, functional))
         if spec.aten.endswith("_") and not spec.aten.startswith("__"):
             continue  # an in-place op itself (fill_); an operator's name (__lshift__) only ends like one
         inplace = _inplace(spec, name, functional)
         if inplace is not None:
-            found.append(Variant(_qualname(inplace), "inplace", inplace, functional))
+            found.append(Variant(qualname(inplace), "inplace", inplace, functional))
         args = _arguments(functional)
         for candidate in getattr(torch.ops.aten, spec.aten).overloads():
             op = _overload(spec.aten, candidate)
             if op is not None and _outs(op) >= 1 and _arguments(op) == args and op is not functional:
-                found.append(Variant(_qualname(op), "out", op, functional))
+                found.append(Variant(qualname(op), "out", op, functional))
     return tuple(found)
 
 
