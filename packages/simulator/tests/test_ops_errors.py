@@ -108,3 +108,21 @@ def test_a_result_dtype_the_destination_cannot_take_is_refused_in_cpu_words(call
         call(torch.ones(3), torch.empty(0, dtype=torch.float64))
     with pytest.raises(RuntimeError, match=f"^{re.escape(str(on_cpu.value))}$"):
         call(ring(3), torch.empty(0, dtype=torch.float64, device=DEVICE))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: torch.median(t, 1),
+        lambda t: torch.nanmedian(t, 1),
+        lambda t: torch.kthvalue(t, 1, 1),
+        lambda t: torch.mode(t, 1),
+    ],
+    ids=["median", "nanmedian", "kthvalue", "mode"],
+)
+def test_a_value_for_each_empty_row_is_refused_in_cpu_words(call) -> None:
+    with pytest.raises(IndexError) as on_cpu:
+        call(torch.empty(2, 0, 4))
+    with pytest.raises(IndexError, match=f"^{re.escape(str(on_cpu.value))}$"):
+        call(torch.empty(2, 0, 4).to(DEVICE))
+    assert call(torch.empty(2, 0, 4).to(DEVICE).transpose(1, 2))[0].shape == (2, 0)  # over a full dim: no rows

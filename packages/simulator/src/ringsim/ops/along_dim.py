@@ -38,7 +38,7 @@ def build(spec: OpSpec, op: OpOverload, sig: Signature, values: Values, key: Any
     )
     finish = _finish(x, perm, r, widths, shapes)
     if r == 0 or k == 0 or any(o.numel() == 0 for o in outs):
-        return _empty_plan(key, op, values, flat, finish)
+        return _empty_plan(key, op, sig, values, flat, finish)
     attrs = {
         p.name: scalar(v) for p, v in zip(sig.params[1:], values[1:], strict=True) if v is not None or p.has_default
     }
@@ -75,8 +75,10 @@ def _finish(x: torch.Tensor, perm: list[int], r: int, widths: list[int | None], 
     return finish
 
 
-def _empty_plan(key: Any, op: OpOverload, values: Values, flat: tuple[OutputSpec, ...], finish) -> Plan:
-    """Nothing to sort or scan: the results have no elements, or are the op's fixed value for an empty row."""
+def _empty_plan(key: Any, op: OpOverload, sig: Signature, values: Values, flat: tuple[OutputSpec, ...], finish) -> Plan:
+    """Nothing to sort or scan: the results have no elements. A value for each empty row (`median` over an empty
+    dim) has none to give: CPU's refusal in its words (an IndexError naming the dim), else the device's own."""
     if all(math.prod(o.shape) == 0 for o in flat):
         return Plan(key, None, (), flat, finish)
+    sig.invoke_on_cpu(op, values)
     raise NotImplementedError(f"ring: aten::{schema(op).name.removeprefix('aten::')} over an empty dim")

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from ringsim.ops.registry import DEVICE
 from ringsim.torchbridge import OpOverload, qualname, schema
 
 
@@ -52,6 +53,12 @@ class Signature:
         kwargs = {p.name: v for p, v in zip(self.params, values, strict=True) if p.kwarg_only}
         return op(*args, **kwargs)
 
+    def invoke_on_cpu(self, op: OpOverload, values: Sequence[Any]) -> Any:
+        """Call `op` with each ring tensor as CPU zeros of its shape and dtype: to have CPU refuse a call the device
+        refuses too, in CPU's own words (each op words its refusals its own way)."""
+        on_cpu = [torch.zeros(v.shape, dtype=v.dtype) if _on_ring(v) else v for v in values]
+        return self.invoke(op, on_cpu)
+
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
         """Argument values in schema order, defaults filled in."""
         values = list(args)
@@ -80,3 +87,7 @@ def key_of(value: Any) -> Any:
 def _float_key(value: float) -> Any:
     """Floats by bits, not equality: 0.0 == -0.0 would share a program baked with the wrong sign; any NaN is one."""
     return "nan" if math.isnan(value) else ("float", value.hex())
+
+
+def _on_ring(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == DEVICE

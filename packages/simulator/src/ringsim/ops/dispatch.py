@@ -229,13 +229,7 @@ def _check_out_dtypes(plan: Plan, op: OpOverload, sig: Signature, named: dict[st
     outs = [named[a.name] for a in schema(op).arguments if a.is_out]
     if all(spec.dtype == out.dtype for spec, out in zip(plan.outputs, outs, strict=True)):
         return
-    on_cpu = {name: _zeros_on_cpu(v) for name, v in named.items()}
-    sig.invoke(op, [on_cpu[p.name] for p in sig.params])
-
-
-def _zeros_on_cpu(v: Any) -> Any:
-    """A ring tensor as CPU zeros of its shape and dtype, to ask CPU whether it refuses a call."""
-    return torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.device.type == DEVICE else v
+    sig.invoke_on_cpu(op, [named[p.name] for p in sig.params])
 
 
 def _check_inplace(op: OpOverload, sig: Signature, values: list[Any]) -> None:
@@ -250,7 +244,7 @@ def _check_inplace(op: OpOverload, sig: Signature, values: list[Any]) -> None:
     try:
         sig.invoke(op, meta)
     except RuntimeError:
-        sig.invoke(op, [_zeros_on_cpu(v) for v in values])
+        sig.invoke_on_cpu(op, values)
         raise
 
 
