@@ -126,3 +126,11 @@ def test_a_value_for_each_empty_row_is_refused_in_cpu_words(call) -> None:
     with pytest.raises(IndexError, match=f"^{re.escape(str(on_cpu.value))}$"):
         call(torch.empty(2, 0, 4).to(DEVICE))
     assert call(torch.empty(2, 0, 4).to(DEVICE).transpose(1, 2))[0].shape == (2, 0)  # over a full dim: no rows
+
+
+@pytest.mark.parametrize("op", [torch.floor_divide, torch.remainder, torch.fmod], ids=lambda op: op.__name__)
+def test_a_destination_cpu_accepts_takes_the_cast_result_integer_division_included(op) -> None:
+    a, b = torch.tensor([7, -7, 9], dtype=torch.int32), torch.tensor([2, 2, 4], dtype=torch.int32)
+    expected = op(a, b, out=torch.empty(3, dtype=torch.int64))
+    got = op(a.to(DEVICE), b.to(DEVICE), out=torch.empty(3, dtype=torch.int64, device=DEVICE))
+    assert torch.equal(got.cpu(), expected)  # asking CPU about the cast must not divide by zero

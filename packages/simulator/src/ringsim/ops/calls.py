@@ -54,9 +54,9 @@ class Signature:
         return op(*args, **kwargs)
 
     def invoke_on_cpu(self, op: OpOverload, values: Sequence[Any]) -> Any:
-        """Call `op` with each ring tensor as CPU zeros of its shape and dtype: to have CPU refuse a call the device
-        refuses too, in CPU's own words (each op words its refusals its own way)."""
-        on_cpu = [torch.zeros(v.shape, dtype=v.dtype) if _on_ring(v) else v for v in values]
+        """Call `op` with each ring tensor as CPU ones of its shape and dtype (ones: no division by zero) to have CPU
+        refuse a call the device refuses too, in CPU's own words (each op words its refusals its own way)."""
+        on_cpu = [torch.ones(v.shape, dtype=v.dtype) if _on_ring(v) else v for v in values]
         return self.invoke(op, on_cpu)
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
