@@ -77,6 +77,16 @@ class TestBuckets(TestCase):
         self.skipTest("not today")
 
 
+class TestSubtests(TestCase):
+    def test_s1_first(self):
+        pass
+
+    def test_s2_subtests(self):
+        for n in range(2):
+            with self.subTest(n=n):
+                self.assertEqual(n, n)
+
+
 class TestBrokenSetup(TestCase):
     @classmethod
     def setUpClass(cls):
@@ -108,6 +118,8 @@ EXPECTED = {
     "test_xfails": "xfailed",
     "test_mandatory_skips": "failed",
     "test_never_reached": "error",
+    "test_s1_first": "passed",
+    "test_s2_subtests": "passed",
 }
 BUCKETS = ("test_skips_itself", "test_xfails", "test_mandatory_skips")
 
@@ -240,6 +252,14 @@ def test_under_xdist_every_report_reaches_junit(iso) -> None:
     junit = junit_cases(iso.junit)
     assert set(junit) == set(EXPECTED)
     assert junit["test_skips_itself"] == ("skipped", "needs a bigger device")
+
+
+def test_subtests_of_a_forked_worker_s_second_test_are_logged_by_the_parent(iso) -> None:
+    """The parent logs each subtest's report, with the item it runs: the child's inherited xdist plugin would send it
+    with the index of the item the fork started at, and xdist fails the test on that."""
+    result, records, _ = iso("-n", "1", "-k", "TestSubtests")
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert outcomes(records) == {"test_s1_first": "passed", "test_s2_subtests": "passed"}
 
 
 def test_an_unwritable_results_path_is_a_one_line_usage_error(iso, pytester: pytest.Pytester) -> None:

@@ -19,3 +19,9 @@ def test_the_session_keeps_a_setup_state_that_tears_down_exactly(request: pytest
     state = request.session._setupstate
     assert isinstance(state, SetupState)
     assert list(inspect.signature(state.teardown_exact).parameters) == ["nextitem"]
+
+
+def test_a_hook_caller_keeps_its_implementations_in_a_list(pytestconfig: pytest.Config) -> None:
+    impls = pytestconfig.hook.pytest_runtest_logreport._hookimpls
+    assert isinstance(impls, list)
+    assert all(hasattr(impl, "plugin") for impl in impls)

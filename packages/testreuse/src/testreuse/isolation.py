@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from testreuse.pytestbridge import teardown_all
+from testreuse.pytestbridge import hold_logged_reports, teardown_all
 
 CRASH_EXIT = 70
 _COMMAND = struct.Struct("!ii")  # item index, next item index (-1: none); item index -1: tear down and exit
@@ -165,13 +165,15 @@ def _serve(items: Sequence[pytest.Item], runner: Runner, commands: int, replies:
         import torch
 
         torch.set_num_threads(1)
+        logged = hold_logged_reports(items[0].config)
         while (command := _read_exactly(commands, _COMMAND.size)) is not None:
             index, next_index = _COMMAND.unpack(command)
             if index == _FINISH:
                 teardown_all(items[0].session)
                 break
             item = items[index]
-            reports = runner(item, None if next_index < 0 else items[next_index])
+            logged.clear()
+            reports = _in_order(runner(item, None if next_index < 0 else items[next_index]), logged)
             config = item.config
             data = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
             body = pickle.dumps(data)  # keeps tuples (a skip's longrepr), which JUnit and -r insist on
@@ -179,6 +181,13 @@ def _serve(items: Sequence[pytest.Item], runner: Runner, commands: int, replies:
         status = 0
     finally:
         os._exit(status)
+
+
+def _in_order(reports: list[pytest.TestReport], logged: list[pytest.TestReport]) -> list[pytest.TestReport]:
+    """The item's reports with those it logged while running (its subtests') before its call report, where pytest
+    logs them."""
+    call = next((i for i, r in enumerate(reports) if r.when == "call"), len(reports))
+    return [*reports[:call], *logged, *reports[call:]]
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
