@@ -25,9 +25,7 @@ nox.options.sessions = ["ci"]
 
 PYTHON = "3.11"
 DIST = ROOT / "dist"
-MANIFEST = DIST / "manifest.json"
 WHEELHOUSE = ROOT / ".wheelhouse"
-CONSTRAINTS = DIST / "constraints.txt"
 CACHE = ROOT / ".tributary"
 # One uv cache beside the session and pipeline environments (same filesystem): uv hardlinks torch into each of them
 # from one unpacked copy instead of copying it. The pipeline's own uv calls use the same folder.
@@ -47,28 +45,55 @@ TEST_TARGETS = [*PACKAGES, "workspace", "backends"]
 # The workspace packages a target's tests drive besides its own closure: the selector's run `python -m testreuse`
 # (list, triage) on the ring device, in one environment with testselect as a user's would be.
 DRIVEN = {"selector": ["simulator", "testreuse"]}
-# The second torch of the selector's upgrade test (2.13.0, the built one, -> this), and the variable naming its python
-UPGRADE_TORCH = "2.14.1"
+# The second torch core: the selector's upgrade test goes to it from the locked one (2.13.0, `build`'s), and the
+# CORE_TARGETS' own suites run against it too, from wheels built against it (`build_core`: the simulator's extension
+# and the compiler's use of torch's internals are what a new core breaks)
+NEXT_TORCH = "2.14.1"
+CORE_TARGETS = ["simulator", "compiler"]
 UPGRADE_PYTHON = "TESTSELECT_TORCH_2_14_PYTHON"
+# Each test session's (target, core): every target on the locked core (None: dist/), the CORE_TARGETS on NEXT_TORCH
+TEST_SESSIONS = [(target, None) for target in TEST_TARGETS] + [(target, NEXT_TORCH) for target in CORE_TARGETS]
+# The build's torch wheel when set (README, "Choosing the torch build"): the locked core's only
+TORCH_WHEEL_VAR = "TRIBUTARY_TORCH_WHEEL"
 
 
-def _install_locked(session: nox.Session, *requirements: str) -> None:
-    """Install with uv, pinned by uv.lock (exported to dist/constraints.txt), torch from the wheels in dist/."""
-    session.install("--find-links", str(DIST), "--constraint", str(CONSTRAINTS), *requirements)
+def _dist(core: str | None) -> Path:
+    """Where the build against `core` publishes: dist/ for the locked core (None), dist/torch-VERSION/ for another."""
+    return DIST if core is None else DIST / f"torch-{core}"
 
 
-def _manifest(session: nox.Session) -> dict:
-    """What `build` published (dist/manifest.json): one line and a stop when it is missing or unreadable."""
+def _rebuild(core: str | None) -> str:
+    """What to run when the build against `core` is missing or stale."""
+    return "run `nox -s build`" if core is None else f'run `nox -s "build_core({core})"`'
+
+
+def _install_locked(session: nox.Session, *requirements: str, core: str | None = None) -> None:
+    """Install with uv, pinned by uv.lock (exported to the build folder's constraints.txt), torch from the wheels
+    in that folder. For another core uv reads no configuration, as the pipeline's installs: pyproject.toml's
+    `[tool.uv]` constrains torch to the locked core."""
+    dist = _dist(core)
+    config = [] if core is None else ["--no-config"]
+    session.install(*config, "--find-links", str(dist), "--constraint", str(dist / "constraints.txt"), *requirements)
+
+
+def _manifest(session: nox.Session, core: str | None = None) -> dict:
+    """What the build against `core` published (its folder's manifest.json): one line and a stop when it is missing
+    or unreadable."""
+    manifest = _dist(core) / "manifest.json"
     try:
-        return json.loads(MANIFEST.read_text())
+        return json.loads(manifest.read_text())
     except (OSError, ValueError) as exc:
-        session.error(f"{MANIFEST}: cannot read it ({exc.__class__.__name__}): run `nox -s build`")
+        session.error(f"{manifest}: cannot read it ({exc.__class__.__name__}): {_rebuild(core)}")
 
 
-def _install_wheels(session: nox.Session, folders: list[str], extra: str = "", *also: str) -> None:
-    """Install these packages' wheels and the workspace packages they need, from dist/, each checked against the
-    manifest's sha256, with `extra`, plus `also`."""
-    wheels = _manifest(session)["wheels"]
+def _install_wheels(
+    session: nox.Session, folders: list[str], extra: str = "", *also: str, core: str | None = None
+) -> None:
+    """Install these packages' wheels and the workspace packages they need, from the build against `core` (dist/
+    by default), each checked against the manifest's sha256, with `extra`, plus `also`, and the torch wheel they
+    were built against, by its file."""
+    manifest, dist = _manifest(session, core), _dist(core)
+    wheels = manifest["wheels"]
     wanted: set[str] = set()
     pending = [PACKAGES[folder] for folder in folders]
     while pending:
@@ -79,57 +104,79 @@ def _install_wheels(session: nox.Session, folders: list[str], extra: str = "", *
     files = []
     for name in sorted(wanted):
         if name not in wheels:
-            session.error(f"{MANIFEST} has no wheel of {name}: run `nox -s build`")
-        path = DIST / wheels[name]["file"]
+            session.error(f"{dist / 'manifest.json'} has no wheel of {name}: {_rebuild(core)}")
+        path = dist / wheels[name]["file"]
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != wheels[name]["sha256"]:
-            session.error(f"{path}: missing, or not the wheel {MANIFEST} records: run `nox -s build`")
+            session.error(f"{path}: missing, or not the wheel {dist / 'manifest.json'} records: {_rebuild(core)}")
         files.append(f"{path}{extra}")
-    _install_locked(session, *files, *also)
+    _install_locked(session, *files, str(dist / manifest["torch"]["file"]), *also, core=core)
 
 
 @nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
     """Build every package of the working tree into dist/ with `crcr build`: a package whose folder did not change
     reuses its wheel, the simulator is rebuilt when the torch wheel's hash changes; `-- --force` rebuilds all."""
-    _install_driver(session)
-    DIST.mkdir(exist_ok=True)
-    session.run_install(
-        "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
-        "--no-header", "--output-file", str(CONSTRAINTS), silent=True,
-    )  # fmt: skip
-    # the sessions that require this one pass it their own arguments (pytest's): only `--force` is build's
-    force = ["--force"] if "--force" in session.posargs else []
-    session.run("crcr", "build", "--repo", str(ROOT), "--cache", str(CACHE), "--out", str(DIST), *force)
+    _build(session)
     torch = DIST / _manifest(session)["torch"]["file"]
     for old in WHEELHOUSE.glob("torch-*.whl"):
         old.unlink()
     os.link(torch, WHEELHOUSE / torch.name)
 
 
-@nox.session(python=PYTHON, requires=["build"])
-@nox.parametrize("target", TEST_TARGETS, ids=TEST_TARGETS)
-def tests(session: nox.Session, target: str) -> None:
+@nox.session(python=PYTHON)
+@nox.parametrize("core", [NEXT_TORCH], ids=[NEXT_TORCH])
+def build_core(session: nox.Session, core: str) -> None:
+    """The same build against another torch core, into dist/torch-VERSION/, for the sessions that test on it:
+    reused alike (only the simulator's native wheel is built again for it); `-- --force` rebuilds all."""
+    _build(session, core)
+
+
+def _build(session: nox.Session, core: str | None = None) -> None:
+    """`crcr build` of the working tree into `core`'s folder (None: the locked core, dist/), with uv.lock's pins
+    exported beside it as constraints. Another core's wheel is fetched by its version ($TRIBUTARY_TORCH_WHEEL names
+    the locked core's) and is in its folder: its constraints leave torch's pin out."""
+    _install_driver(session)
+    out = _dist(core)
+    out.mkdir(parents=True, exist_ok=True)
+    other = core is not None
+    session.run_install(
+        "uv", "export", "--frozen", "--all-packages", "--all-groups", "--no-hashes", "--no-emit-workspace",
+        "--no-header", *(["--no-emit-package", "torch"] if other else []),
+        "--output-file", str(out / "constraints.txt"), silent=True,
+    )  # fmt: skip
+    # the sessions that require this one pass it their own arguments (pytest's): only `--force` is build's
+    force = ["--force"] if "--force" in session.posargs else []
+    session.run(
+        "crcr", "build", "--repo", str(ROOT), "--cache", str(CACHE), "--out", str(out), *force,
+        *(["--core", str(core)] if other else []), env={TORCH_WHEEL_VAR: None} if other else {},
+    )  # fmt: skip
+
+
+@nox.session(python=PYTHON, requires=["build", f"build_core({NEXT_TORCH})"])
+@nox.parametrize(("target", "core"), TEST_SESSIONS, ids=[t if c is None else f"{t}-{c}" for t, c in TEST_SESSIONS])
+def tests(session: nox.Session, target: str, core: str | None) -> None:
     """Run one package's tests (or the cross-package tests/, or the fixture backends') against the built wheels only:
-    the package's closure, what its tests drive (DRIVEN) and, for the selector's upgrade test, a torch 2.14.1 venv."""
+    the package's closure, what its tests drive (DRIVEN) and, for the selector's upgrade test, a torch 2.14.1 venv;
+    `core` names another torch than the locked one, and the wheels built against it (`build_core`)."""
     if target == "backends":
         _test_backend_fixtures(session)
         return
     folders = list(PACKAGES) if target == "workspace" else [target, *DRIVEN.get(target, [])]
-    _install_wheels(session, folders, "[test]", "pytest-xdist")
+    _install_wheels(session, folders, "[test]", "pytest-xdist", core=core)
     env = {UPGRADE_PYTHON: _upgrade_python(session)} if target == "selector" else {}
     test_dir = ROOT / ("tests" if target == "workspace" else f"packages/{target}/tests")
     session.run("pytest", str(test_dir), "-n", "auto", *session.posargs, env=env)
 
 
 def _upgrade_python(session: nox.Session) -> str:
-    """The python of a venv holding torch UPGRADE_TORCH (and what torch.testing._internal imports), by `crcr env`:
+    """The python of a venv holding torch NEXT_TORCH (and what torch.testing._internal imports), by `crcr env`:
     the wheel fetched once with pip into .tributary/wheelhouse/ (uv does not read pip's configuration), the venv made
     once under .tributary/envs/. The driver runs in a throwaway environment pinned by uv.lock: the session's own
     holds only what the tests import."""
-    session.log(f"torch {UPGRADE_TORCH} for the upgrade test: `crcr env` (a ~3 GB fetch the first time only)")
+    session.log(f"torch {NEXT_TORCH} for the upgrade test: `crcr env` (a ~3 GB fetch the first time only)")
     out = session.run(
         "uv", "run", "--quiet", "--isolated", "--frozen", "--no-dev", "--project", str(ROOT), "--package",
-        "tributary-dispatch", "crcr", "env", "--core", UPGRADE_TORCH, "--cache", str(CACHE), "expecttest", "numpy",
+        "tributary-dispatch", "crcr", "env", "--core", NEXT_TORCH, "--cache", str(CACHE), "expecttest", "numpy",
         external=True, silent=True,
     )  # fmt: skip
     return str(out).strip().splitlines()[-1]
