@@ -230,6 +230,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "packages/testreuse/benchmarks/fuzz_configs.py"))
     for script in ("passes.py", "compiled_scratchpad.py", "relayout.py", "fusion.py"):
         session.run("python", str(ROOT / "packages/compiler/benchmarks" / script), "--quick")
+    # the layout pass's figures are the full-size blocks' (about 10 minutes on 2 cores)
+    session.run("python", str(ROOT / "packages/compiler/benchmarks/layout.py"))
 
 
 @nox.session(python=PYTHON, requires=["build"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPTS = ["passes.py", "compiled_scratchpad.py", "relayout.py", "fusion.py"]
+SCRIPTS = ["passes.py", "compiled_scratchpad.py", "relayout.py", "fusion.py", "layout.py"]
 
 
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from ring_inductor.plan import layout
 from ring_inductor.plan.examples import softmax_graph
-from ring_inductor.plan.graph import Graph, OpKind
+from ring_inductor.plan.graph import Graph, GraphError, OpKind
 
 
 def test_softmax_needs_no_restickify():
@@ -69,3 +70,30 @@ def test_matmul_operands_are_read_along_k_and_n():
     assert plan.sticks["y"] == 1
     assert plan.count == 1
     assert plan.restickifies == (("a", 1, 0),)
+
+
+def test_a_matmul_reads_a_right_operand_stored_along_k_as_it_is_and_restickifies_one_that_is_not():
+    for stick, conversions in ((0, []), (1, [])):
+        graph = Graph()
+        graph.tensor("a", (64, 128))
+        graph.tensor("w", (128, 256), stick=stick)
+        graph.matmul("mm", "a", "w", "c")
+        graph.outputs = ["c"]
+        plan = layout.solve(graph)
+        assert plan.sticks["w"] == stick
+        assert list(plan.restickifies) == conversions
+    graph = Graph()
+    graph.tensor("a", (64, 128))
+    graph.tensor("x", (128, 256))
+    graph.pointwise("exp", "exp", ["x"], "e")
+    graph.reduction("colsum", "sum", "e", 0, "s")
+    graph.matmul("mm", "a", "e", "c")
+    graph.outputs = ["c", "s"]
+    plan = layout.solve(graph)
+    # e is produced, not stored along K: the matmul reads it along N, the column sum along dim 0
+    assert ("e", plan.sticks["e"], 1) in plan.restickifies or ("e", plan.sticks["e"], 0) in plan.restickifies
+
+
+def test_a_stick_outside_the_shape_is_refused_naming_the_tensor():
+    with pytest.raises(GraphError, match="tensor 'w': stick 2"):
+        Graph().tensor("w", (4, 4), stick=2)

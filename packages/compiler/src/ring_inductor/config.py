@@ -20,3 +20,8 @@ relayout_programs: bool = os.environ.get("RING_INDUCTOR_RELAYOUT", "1") != "0"
 #: Whether a matmul's pointwise consumers may join its kernel when the co-optimiser finds the product cheaper kept
 #: resident than spilled (`fusion`); False always spills (the baseline). RING_INDUCTOR_FUSE_MATMUL=0 turns it off.
 fuse_matmul_epilogues: bool = os.environ.get("RING_INDUCTOR_FUSE_MATMUL", "1") != "0"
+
+#: Whether the layout pass keeps a matmul's right operand in the stick layout it is stored in where the matmul reads
+#: it so (`sticks`: a linear layer's weight, attention's transposed keys, read along K); False relays every right
+#: operand into N-sticks first (the baseline). RING_INDUCTOR_LAYOUT=0 turns it off.
+layout_pass: bool = os.environ.get("RING_INDUCTOR_LAYOUT", "1") != "0"

@@ -29,6 +29,7 @@ from ring_inductor.plan.cost import DEFAULT_COST
 from ring_inductor.plan.divide import MatmulDivision, TensorSplit
 from ring_inductor.planned_matmul import matmul_graph
 from ring_inductor.recorder import record_kernel
+from ring_inductor.sticks import reads_along_k
 from ring_inductor.template import RingMatmulBuffer
 from ring_inductor.torchprivate import wrapper_name
 
@@ -69,11 +70,19 @@ def fused_graph(buffer: RingMatmulBuffer, nodes: list[Any]) -> KernelGraph:
     dtype = buffer.get_dtype()
     a_node, b_node = buffer.inputs[-2:]
     a = Operand("mm_a", wrapper_name(a_node.get_name()), dtype, _access(a_node), False, cols=k)
-    b = Operand("mm_b", wrapper_name(b_node.get_name()), dtype, _access(b_node), False, whole=(k, n))
+    b_access = _access(b_node)
     bias = [_bias(buffer.inputs[0], m, n)] if buffer.fn == "addmm" else []
-    inputs = [Value("full" if op.access.kind != "col" else "col", dtype, operand=op) for op in bias]
-    inputs += [Value("full", dtype, operand=a), Value("matrix", dtype, operand=b)]
-    value = Value("full", dtype, buffer.fn, tuple(inputs))
+    biases = [Value("full" if op.access.kind != "col" else "col", dtype, operand=op) for op in bias]
+    if not _overflows(buffer) and reads_along_k(b_access.sizes, b_access.strides):
+        # the layout pass keeps B as stored, along K: loaded whole as [n, k] rows, multiplied by linear(a, w, bias)
+        stored = Access("full", b_access.sizes[::-1], b_access.strides[::-1], b_access.offset)
+        b = Operand("mm_b", wrapper_name(b_node.get_name()), dtype, stored, False, whole=(n, k))
+        inputs = [Value("full", dtype, operand=a), Value("matrix", dtype, operand=b), *biases]
+        value = Value("full", dtype, "linear", tuple(inputs))
+    else:
+        b = Operand("mm_b", wrapper_name(b_node.get_name()), dtype, b_access, False, whole=(k, n))
+        inputs = [*biases, Value("full", dtype, operand=a), Value("matrix", dtype, operand=b)]
+        value = Value("full", dtype, buffer.fn, tuple(inputs))
     swap = lambda v: value if v.operand in loads else v  # noqa: E731
     for step in graph.steps:
         step.inputs = tuple(swap(v) for v in step.inputs)

@@ -25,7 +25,8 @@ from ring_inductor.plan.divide import MatmulDivision, TensorSplit
 from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out
 from ring_inductor.plan.emit_matmul import TileGrid, emit_matmul
 from ring_inductor.plan.tiling import EpilogueRoom
-from ring_inductor.planned_matmul import matmul_graph
+from ring_inductor.planned_matmul import layout_decisions, matmul_graph
+from ring_inductor.sticks import reads_along_k
 
 #: The fused matmul's own operands (`fusion.fused_graph`): they feed the accumulator, not the epilogue.
 MATMUL_OPERANDS = ("mm_a", "mm_b")
@@ -49,6 +50,12 @@ def _repeats(operand: Operand, tm: int, tn: int) -> int:
         return 1
     nbytes = (tm if kind == "row" else tn) * operand.dtype.itemsize
     return STICK // math.gcd(nbytes, STICK)
+
+
+def b_along_k(graph: KernelGraph) -> bool:
+    """Whether the matmul's right operand is stored along K, which the layout pass keeps (`sticks`)."""
+    b = next(op for op in graph.operands if op.name == "mm_b")
+    return reads_along_k(b.access.sizes, b.access.strides)
 
 
 def epilogue_loads(graph: KernelGraph) -> list[Operand]:
@@ -225,7 +232,12 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
     groups = division.n_parts if ring else 1
     lefts = [blocked(_part(a.access, parts, p), k, (tile.m, tile.k), row_groups=groups) for p in range(parts)]
     operands = [Operand(f"a.{p}", a.buffer, a.dtype, left, False) for p, left in enumerate(lefts)]
-    operands.append(Operand("b", b.buffer, b.dtype, blocked(b.access, n, (tile.k, tile.n), cols_first=True), False))
+    if b_along_k(graph):  # blocks of B's transpose, [n, k] as stored: [column tiles, K-chunks, tn, tk]
+        stored = Access(b.access.kind, b.access.sizes[::-1], b.access.strides[::-1], b.access.offset)
+        right = blocked(stored, k, (tile.n, tile.k))
+    else:
+        right = blocked(b.access, n, (tile.k, tile.n), cols_first=True)
+    operands.append(Operand("b", b.buffer, b.dtype, right, False))
     for op in graph.operands:
         if op.name in MATMUL_OPERANDS:
             continue
@@ -247,12 +259,18 @@ def build(
     a = next(op for op in graph.operands if op.name == "mm_a")
     (m, k), n = a.access.sizes, graph.cols
     epilogue = _Epilogue(graph)
-    plan = matmul_graph(m, k, n, dtype_name(a.dtype))
-    emitted = emit_matmul(plan, plan.ops[0], division, split, epilogue=epilogue)
+    plan = matmul_graph(m, k, n, dtype_name(a.dtype), b_along_k(graph))
+    along_k, layout_plan = layout_decisions(plan)
+    emitted = emit_matmul(plan, plan.ops[0], division, split, epilogue=epilogue, b_along_k=along_k)
     program = {**emitted.program, "name": name}
     bound = KernelGraph(graph.rows, graph.cols, _bound(graph, division, split.parts if split else 1))
     bound.steps, bound.stores, bound.origins = graph.steps, graph.stores, graph.origins
     decisions = kernel_decisions(
-        name, bound, program["cores"], division=asdict(division), split=asdict(split) if split else None
+        name,
+        bound,
+        program["cores"],
+        division=asdict(division),
+        split=asdict(split) if split else None,
+        layout=layout_plan,
     )
     return program, decisions, bound

@@ -3,7 +3,9 @@
 Inductor lowers aten.mm/bmm/addmm on ring to extern calls of the `ring_inductor::` ops defined here, whose ring
 kernel builds (once per shape and dtype) a program: each core DMAs in B (and a row bias) once, then for each chunk
 of its rows DMAs in A's rows, runs the systolic `mm`/`bmm`/`addmm` on the tiles (fp32 accumulation, one rounding)
-and DMAs out the result rows. Operands that are not contiguous are made so by a relayout program first (`relayout`).
+and DMAs out the result rows. A right operand stored along K (`w.t()`, `k.transpose(-2, -1)`) is read as stored
+and multiplied by `linear` (`sticks`); other operands that are not contiguous are made so by a relayout program
+first (`relayout`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import torch
 from ringsim import runtime
 from ringsim.engine import FORMAT, launch
 
-from ring_inductor import dump, relayout
+from ring_inductor import dump, relayout, sticks
 from ring_inductor.emit import CORES, MIN_BYTES_PER_CORE, SCRATCHPAD, STICK, align, ceil_div, dtype_name
 from ring_inductor.errors import UnsupportedError
 from ring_inductor.planned_matmul import run_planned_mm
@@ -37,7 +39,11 @@ class MatOperand:
         return math.prod(self.shape) * itemsize
 
 
-def _program(name: str, fn: str, rows: int, operands: Sequence[MatOperand], dtype: torch.dtype) -> dict[str, Any]:
+def _program(
+    name: str, fn: str, rows: int, operands: Sequence[MatOperand], dtype: torch.dtype, row_by_row: bool = False
+) -> dict[str, Any]:
+    """Each core's rows in chunks: one `fn` compute a chunk, or with `row_by_row` one a row (a batched `linear`,
+    whose weight is 2-D: each row's tiles are views into the chunk's)."""
     size = dtype.itemsize
     split = [op for op in operands if op.split]
     whole = [op for op in operands if not op.split]
@@ -69,6 +75,10 @@ def _program(name: str, fn: str, rows: int, operands: Sequence[MatOperand], dtyp
         for op in split:
             for n in sizes:
                 tiles[op.name + tag[n]] = {"offset": offset, "dtype": dtype_name(dtype), "shape": [n, *op.shape]}
+            if row_by_row:
+                for r in range(sizes[0]):
+                    row_tile = {"offset": offset + r * op.row_bytes(size), "dtype": dtype_name(dtype)}
+                    tiles[f"{op.name}.{r}"] = {**row_tile, "shape": list(op.shape)}
             offset += align(op.row_bytes(size) * sizes[0])
         code: list[dict[str, Any]] = [
             {"op": "dma_in", "buffer": op.name, "offset": 0, "tile": op.name} for op in whole if not op.is_output
@@ -80,8 +90,16 @@ def _program(name: str, fn: str, rows: int, operands: Sequence[MatOperand], dtyp
                 for op in split
                 if not op.is_output
             ]
-            inputs = [op.name + t if op.split else op.name for op in operands if not op.is_output]
-            code.append({"op": "compute", "fn": fn, "inputs": inputs, "output": "out" + t})
+            if row_by_row:
+                count = min(chunk, end - row)
+                code += [
+                    {"op": "compute", "fn": fn, "inputs": [f"{op.name}.{r}" for op in operands if not op.is_output],
+                     "output": f"out.{r}"}
+                    for r in range(count)
+                ]  # fmt: skip
+            else:
+                inputs = [op.name + t if op.split else op.name for op in operands if not op.is_output]
+                code.append({"op": "compute", "fn": fn, "inputs": inputs, "output": "out" + t})
             code.append(
                 {"op": "dma_out", "tile": "out" + t, "buffer": "out", "offset": row * operands[-1].row_bytes(size)}
             )
@@ -90,27 +108,36 @@ def _program(name: str, fn: str, rows: int, operands: Sequence[MatOperand], dtyp
 
 
 @functools.cache
-def matmul_program(fn: str, shapes: tuple[tuple[int, ...], ...], dtype: torch.dtype) -> dict[str, Any]:
-    """The program of `fn` (mm, bmm, addmm) on operands of these shapes, dumped when the option is on."""
+def matmul_program(
+    fn: str, shapes: tuple[tuple[int, ...], ...], dtype: torch.dtype, along_k: bool = False
+) -> dict[str, Any]:
+    """The program of `fn` (mm, bmm, addmm) on operands of these shapes, dumped when the option is on; with
+    `along_k`, B is read as its transpose is stored ([n, k] rows) and multiplied by `linear`."""
     if fn == "bmm":
         (b, m, k), (_, _, n) = shapes
-        operands = [MatOperand("a", (m, k), True), MatOperand("b", (k, n), True), MatOperand("out", (m, n), True, True)]
+        right = MatOperand("b", (n, k) if along_k else (k, n), True)
+        operands = [MatOperand("a", (m, k), True), right, MatOperand("out", (m, n), True, True)]
         rows = b
     else:
         (m, k), (_, n) = shapes[-2:]
         bias = [MatOperand("bias", shapes[0], False)] if fn == "addmm" else []
         if fn == "addmm" and shapes[0] == (m, n):
             bias = [MatOperand("bias", (n,), True)]
-        operands = [
-            *bias,
-            MatOperand("a", (k,), True),
-            MatOperand("b", (k, n), False),
-            MatOperand("out", (n,), True, True),
-        ]
+        a, out = MatOperand("a", (k,), True), MatOperand("out", (n,), True, True)
+        # linear(a, w, bias) takes the bias last; addmm(bias, a, b) first
+        operands = (
+            [a, MatOperand("b", (n, k), False), *bias, out]
+            if along_k
+            else [*bias, a, MatOperand("b", (k, n), False), out]
+        )
         rows = m
     name = f"ring_{fn}_{'_'.join('x'.join(map(str, shape)) for shape in shapes)}_{dtype_name(dtype)}"
-    program = _program(name, fn, rows, operands, dtype)
-    dump.write(program["name"], program, {"kernel": program["name"], "fn": fn, "shapes": [list(s) for s in shapes]})
+    name += "_along_k" * along_k
+    kind = "linear" if along_k else fn
+    program = _program(name, kind, rows, operands, dtype, row_by_row=along_k and fn == "bmm")
+    decisions = {"kernel": program["name"], "fn": fn, "shapes": [list(s) for s in shapes], "computed_by": kind,
+                 "b_sticks": "along K, read as stored" if along_k else "along N"}  # fmt: skip
+    dump.write(program["name"], program, decisions)
     return program
 
 
@@ -126,8 +153,10 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         bias = tensors[0]
         tensors = (bias.reshape(n) if bias.numel() == n else bias.expand(m, n), *tensors[1:])
     shapes = tuple(tuple(t.shape) for t in tensors)
+    right = tensors[-1]
+    along_k = sticks.reads_along_k(tuple(right.shape), tuple(right.stride()))
     try:
-        program = matmul_program(fn, shapes, dtype)
+        program = matmul_program(fn, shapes, dtype, along_k)
     except UnsupportedError:
         if fn == "bmm":
             raise
@@ -135,10 +164,11 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         # too) straight into its blocks
         out = run_planned_mm(*tensors[-2:])
         return out.add_(tensors[0]) if fn == "addmm" else out
-    operands = [relayout.stick_aligned(t) for t in tensors]
+    named = dict(zip(("bias", "a", "b")[-len(tensors) :], tensors, strict=True))
+    if along_k:
+        named["b"] = right.transpose(-2, -1)  # the [.., n, k] rows B's transpose is stored as: a view, no copy
     out = torch.empty(program["buffers"]["out"]["shape"], dtype=dtype, device=tensors[-1].device)
-    names = [n for n in program["buffers"] if n != "out"]
-    buffers = {n: runtime.host_view(t) for n, t in zip(names, operands, strict=True)}
+    buffers = {n: runtime.host_view(relayout.stick_aligned(t)) for n, t in named.items()}
     buffers["out"] = runtime.host_view(out)
     launch(program, buffers, key=("ring_inductor", program["name"]))
     return out

@@ -1,8 +1,10 @@
 """Emission of one [M, K] x [K, N] matmul by its work division: the ring scheme or a grid of output blocks.
 
 Operands are stored blocked so that every DMA reads one contiguous chunk: the left operand as [core or row tile,
-K-chunk, rows, k], the right one as [column block, K-chunk, k, columns]; the packers and `views` give those
-layouts as strided views of the host-order tensors, for the caller to make contiguous as it can. A left operand
+K-chunk, rows, k], the right one as [column block, K-chunk, k, columns], or, when the layout pass keeps it along
+K (its transpose stored row-major: a linear layer's weight), as [column block, K-chunk, columns, k] multiplied by
+`linear`: blocks of whole rows, no restickify. The packers and `views` give those layouts as strided views of the
+host-order tensors, for the caller to make contiguous as it can. A left operand
 split by the mandatory pass is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per
 K-chunk), cast once to fp16.
 """
@@ -93,6 +95,7 @@ class _Job(NamedTuple):
     a: str
     b: str
     epilogue: TileEpilogue
+    b_along_k: bool
 
 
 def emit_matmul(
@@ -102,9 +105,12 @@ def emit_matmul(
     split: TensorSplit | None,
     cores: int = 32,
     epilogue: Sequence[str] | TileEpilogue = (),
+    b_along_k: bool = False,
 ) -> Emitted:
     """The program for `op` as `division` says, with the left operand in `split.parts` buffers; either scheme
-    applies the unary `epilogue` fns (or a whole `TileEpilogue`) to each output tile (a fused consumer)."""
+    applies the unary `epilogue` fns (or a whole `TileEpilogue`) to each output tile (a fused consumer). With
+    `b_along_k` (the layout pass's stick for the right operand), B's tiles are [columns, k] and its packer takes
+    B's transpose."""
     left, right, out = (graph.tensors[name] for name in (*op.inputs, op.output))
     (m, k_total), n = left.shape, right.shape[1]
     parts = split.parts if split is not None else 1
@@ -113,7 +119,7 @@ def emit_matmul(
     unary = isinstance(epilogue, Sequence)
     if unary:
         epilogue = Unary(tuple(epilogue), out.name, out.dtype, torch.empty(0, dtype=getattr(torch, out.dtype)).itemsize)
-    job = _Job(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue)
+    job = _Job(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue, b_along_k)
     programs, a_pack, b_pack, c_read = (_ring if division.scheme == "ring" else _grid)(job)
     part_rows = m // parts
     buffers: dict[str, Any] = {
@@ -128,19 +134,32 @@ def emit_matmul(
     emitted.layouts[left.name] = [
         (f"{left.name}.{p}", lambda t, p=p: a_pack(t[p * part_rows : (p + 1) * part_rows])) for p in range(parts)
     ]
-    emitted.layouts[right.name] = [(right.name, b_pack)]
+    emitted.layouts[right.name] = [(right.name, (lambda t: b_pack(t.transpose(0, 1))) if b_along_k else b_pack)]
     emitted.views[out.name] = lambda buffers: c_read(buffers[out.name])
     emitted.readers[out.name] = lambda buffers: c_read(buffers[out.name]).reshape(m, n)
     return emitted
 
 
+def _accumulate(job: _Job, chunk: int, left: str, right: str, acc: str) -> dict[str, Any]:
+    """acc = left @ right (the first K-chunk) or acc += left @ right, with right along N (`mm`, `addmm`) or along
+    K (`linear`, the accumulator as its bias)."""
+    if job.b_along_k:
+        return compute("linear", [left, right] if chunk == 0 else [left, right, acc], acc)
+    return compute("mm", [left, right], acc) if chunk == 0 else compute("addmm", [acc, left, right], acc)
+
+
+def _right_tile(job: _Job, k: int, cols: int) -> list[int]:
+    return [cols, k] if job.b_along_k else [k, cols]
+
+
 def _ring(job: _Job):
-    m, _, k_total, division, parts, dtype, cores, a, b, epilogue = job
+    m, _, k_total, division, parts, dtype, cores, a, b, epilogue, along_k = job
     tile = division.tile
     blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
     chunks, per_part = k_total // tile.k, blocks // parts
     itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
     steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
+    lead, inner = _right_tile(job, k, cols)
     programs = []
     for core in range(cores):
         tiles = Tiles()
@@ -149,9 +168,11 @@ def _ring(job: _Job):
         own = [tiles.add(f"own{s}", dtype, [piece, k]) for s in range(2)]
         rhs = []
         for s in range(2):
-            rhs.append(tiles.add(f"b{s}", dtype, [k, cols]))
-            tiles.add(f"b{s}.0", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"])
-            tiles.add(f"b{s}.1", dtype, [k // 2, cols], tiles.specs[rhs[-1]]["offset"] + k // 2 * cols * itemsize)
+            rhs.append(tiles.add(f"b{s}", dtype, [lead, inner]))
+            tiles.add(f"b{s}.0", dtype, [lead // 2, inner], tiles.specs[rhs[-1]]["offset"])
+            tiles.add(
+                f"b{s}.1", dtype, [lead // 2, inner], tiles.specs[rhs[-1]]["offset"] + lead // 2 * inner * itemsize
+            )
         epilogue.place(tiles, TileGrid(piece, cols, m // piece, cores, cols_first=True, out_slots=2))
 
         def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
@@ -159,7 +180,7 @@ def _ring(job: _Job):
             block, chunk = steps[index]
             part, local = divmod(block, per_part)
             right = ((core * chunks + chunk) * k * cols) * itemsize
-            half = k // 2 * cols * itemsize
+            half = lead // 2 * inner * itemsize
             return [
                 dma_in(
                     f"{a}.{part}", ((core * per_part + local) * chunks + chunk) * piece * k * itemsize, own[index % 2]
@@ -178,10 +199,7 @@ def _ring(job: _Job):
                 owner = (core - step) % cores
                 if step < cores - 1:
                     code.append(send((core + 1) % cores, slot))
-                if chunk == 0:
-                    code.append(compute("mm", [slot, right], acc[owner]))
-                else:
-                    code.append(compute("addmm", [acc[owner], slot, right], acc[owner]))
+                code.append(_accumulate(job, chunk, slot, right, acc[owner]))
                 code += [upcoming[i] for i, at in prefetch_rounds.items() if at == step and i < len(upcoming)]
                 if step < cores - 1:
                     slot = rotating[step % 2]
@@ -195,6 +213,8 @@ def _ring(job: _Job):
         return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4)
 
     def pack_b(t: torch.Tensor) -> torch.Tensor:
+        if along_k:
+            return t.reshape(cores, cols, chunks, k).permute(0, 2, 1, 3)
         return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3)
 
     def read_c(buffer: torch.Tensor) -> torch.Tensor:
@@ -204,7 +224,7 @@ def _ring(job: _Job):
 
 
 def _grid(job: _Job):
-    m, n, k_total, division, parts, dtype, cores, a, b, epilogue = job
+    m, n, k_total, division, parts, dtype, cores, a, b, epilogue, along_k = job
     tile = division.tile
     tm, tn, k = tile.m, tile.n, tile.k
     block_rows, block_cols = m // division.m_parts, n // division.n_parts
@@ -217,7 +237,7 @@ def _grid(job: _Job):
         tiles = Tiles()
         acc = tiles.add("acc", "float32", [tm, tn])
         lhs = [tiles.add(f"a{s}", dtype, [tm, k]) for s in range(2)]
-        rhs = [tiles.add(f"b{s}", dtype, [k, tn]) for s in range(2)]
+        rhs = [tiles.add(f"b{s}", dtype, _right_tile(job, k, tn)) for s in range(2)]
         epilogue.place(tiles, TileGrid(tm, tn, row_tiles, col_tiles, cols_first=False, out_slots=1))
         code: list[dict[str, Any]] = []
         turn = 0
@@ -229,10 +249,7 @@ def _grid(job: _Job):
                     turn += 1
                     code.append(dma_in(f"{a}.{part}", (local * chunks + chunk) * tm * k * itemsize, left))
                     code.append(dma_in(b, (ct * chunks + chunk) * k * tn * itemsize, right))
-                    if chunk == 0:
-                        code.append(compute("mm", [left, right], acc))
-                    else:
-                        code.append(compute("addmm", [acc, left, right], acc))
+                    code.append(_accumulate(job, chunk, left, right, acc))
                 code += epilogue.code(rt, ct, acc)
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
@@ -240,6 +257,8 @@ def _grid(job: _Job):
         return t.reshape(per_part, tm, chunks, k).permute(0, 2, 1, 3)
 
     def pack_b(t: torch.Tensor) -> torch.Tensor:
+        if along_k:
+            return t.reshape(col_tiles, tn, chunks, k).permute(0, 2, 1, 3)
         return t.reshape(chunks, k, col_tiles, tn).permute(2, 0, 1, 3)
 
     def read_c(buffer: torch.Tensor) -> torch.Tensor:

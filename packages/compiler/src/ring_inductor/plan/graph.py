@@ -29,6 +29,8 @@ class Tensor:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    #: the dim a graph input's sticks run along as it is stored (None: the last, the host's layout)
+    stick: int | None = None
 
     @property
     def numel(self) -> int:
@@ -59,15 +61,17 @@ class Graph:
     ops: list[Op] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
-    def tensor(self, name: str, shape: Sequence[int], dtype: str = "float16") -> Tensor:
-        """Declare a tensor (a graph input unless an op later produces it)."""
+    def tensor(self, name: str, shape: Sequence[int], dtype: str = "float16", stick: int | None = None) -> Tensor:
+        """Declare a tensor (a graph input unless an op later produces it), stored with sticks along `stick`."""
         if name in self.tensors:
             raise GraphError(f"tensor {name!r} is declared twice")
         if dtype not in DTYPE_BYTES:
             raise GraphError(f"tensor {name!r}: dtype {dtype!r} is not one of {sorted(DTYPE_BYTES)}")
         if not shape or any(not isinstance(size, int) or isinstance(size, bool) or size < 1 for size in shape):
             raise GraphError(f"tensor {name!r}: shape {list(shape)} must be a non-empty list of positive integers")
-        self.tensors[name] = Tensor(name, tuple(shape), dtype)
+        if stick is not None and not 0 <= stick < len(shape):
+            raise GraphError(f"tensor {name!r}: stick {stick} is not a dim of shape {list(shape)}")
+        self.tensors[name] = Tensor(name, tuple(shape), dtype, stick)
         return self.tensors[name]
 
     def producer(self, name: str) -> Op | None:

@@ -3,8 +3,10 @@
 A tensor's stick dimension is the innermost dimension of its device layout (128-byte sticks run along it). Op
 constraints: a pointwise op's inputs agree with its output's stick dim (an input broadcast along that dim, size 1,
 is exempt: the vector unit repeats it); a reduction runs along the stick, so its input's stick dim is the reduced
-dim; a matmul reads its left operand along K, its right operand and writes its output along N (dim 1 each). Graph
-inputs arrive, and graph outputs leave, in the host's layout (stick on the last dim).
+dim; a matmul reads its left operand along K and writes its output along N (dim 1 each), and reads its right
+operand along N (`mm`) or along K (`linear`, as a linear layer's weight is stored), whichever it has. Graph inputs
+arrive as they are stored (the host's layout, stick on the last dim, unless a tensor says otherwise), and graph
+outputs leave in the host's layout.
 """
 
 from __future__ import annotations
@@ -41,24 +43,28 @@ def candidates(tensor: Tensor) -> list[int]:
 
 
 def host_stick(tensor: Tensor) -> int:
-    return len(tensor.shape) - 1
+    """The stick dim `tensor` is stored with: its own, else the host's (the last dim)."""
+    return tensor.stick if tensor.stick is not None else len(tensor.shape) - 1
 
 
 def requirements(graph: Graph, sticks: dict[str, int]) -> dict[str, set[int]]:
     """The stick dims each tensor's consumers (and the host, for outputs) need it in, given the op outputs' dims."""
     needed: dict[str, set[int]] = defaultdict(set)
     for op in graph.ops:
-        for name, stick in _input_sticks(graph, op, sticks[op.output]):
+        for name, stick in _input_sticks(graph, op, sticks):
             if stick is not None:
                 needed[name].add(stick)
     for name in graph.outputs:
-        needed[name].add(host_stick(graph.tensors[name]))
+        needed[name].add(len(graph.tensors[name].shape) - 1)
     return needed
 
 
-def _input_sticks(graph: Graph, op: Op, out_stick: int) -> list[tuple[str, int | None]]:
+def _input_sticks(graph: Graph, op: Op, sticks: dict[str, int]) -> list[tuple[str, int | None]]:
+    out_stick = sticks[op.output]
     if op.kind is OpKind.MATMUL:
-        return [(op.inputs[0], 1), (op.inputs[1], 1)]
+        right = op.inputs[1]
+        stored_along_k = graph.tensors[right].stick == 0  # a graph input, read as it is stored
+        return [(op.inputs[0], 1), (right, 0 if stored_along_k else 1)]
     if op.kind is OpKind.REDUCTION:
         return [(op.inputs[0], op.dim)]
     if op.kind is OpKind.POINTWISE:
@@ -137,14 +143,12 @@ def assign(graph: Graph, limit: int = EXHAUSTIVE_LIMIT) -> tuple[Graph, LayoutPl
     for name, _, want in plan.restickifies:
         tensor = graph.tensors[name]
         converted = Tensor(f"{name}.stick{want}", tensor.shape, tensor.dtype)
-        readers = [
-            op for op in graph.consumers(name) if dict(_input_sticks(graph, op, sticks[op.output])).get(name) == want
-        ]
+        readers = [op for op in graph.consumers(name) if dict(_input_sticks(graph, op, sticks)).get(name) == want]
         first = readers[0] if readers else None
         op = Op(f"restickify.{name}.{want}", OpKind.RESTICKIFY, "restickify", (name,), converted.name)
         graph = _insert(graph, op, first, converted, readers)
         sticks[converted.name] = want
-        if name in graph.outputs and want == host_stick(tensor):
+        if name in graph.outputs and want == len(tensor.shape) - 1:
             graph.outputs = [converted.name if out == name else out for out in graph.outputs]
     return graph, LayoutPlan(sticks, plan.restickifies, plan.restickified_bytes, plan.exact, plan.examined)
 
