@@ -107,3 +107,10 @@ def test_stick_of_names_the_dim_a_right_operand_is_stored_along(
     sizes: tuple[int, ...], strides: tuple[int, ...], stick: int | None
 ) -> None:
     assert sticks.stick_of(sizes, strides) == stick
+
+
+def test_a_planned_linear_reads_its_weight_and_input_as_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, on_kernels, _ = _run("planned gelu(linear), B overflowing a core", True, monkeypatch)
+    relaid = [n for n in on_kernels if n.startswith("ring_relayout_")]
+    assert relaid, on_kernels
+    assert all("_store_" in n for n in relaid), on_kernels  # only the column bands' store remains

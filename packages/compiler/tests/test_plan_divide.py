@@ -59,3 +59,22 @@ def test_no_candidate_reaches_beyond_one_cores_span():
     assert all(divide.core_span(d, 8192, 4096, 32768, 2, 32) <= cost.span for d in considered)
     # a 2 x 16 grid would give each core 4096 full rows of the left operand: 256 MiB before the right one
     assert not any(d.scheme == "grid" and d.m_parts == 2 for d in considered)
+
+
+def _linear(stick: int) -> Graph:
+    graph = Graph()
+    graph.tensor("a", (256, 1024))
+    graph.tensor("w", (1024, 4096), stick=stick)  # a linear layer's weight, [n, k] row-major when stick is 0
+    graph.matmul("mm", "a", "w", "c")
+    graph.outputs = ["c"]
+    return graph
+
+
+def test_a_right_operand_stored_along_k_is_read_whole_k_and_not_priced_as_a_relayout():
+    along_k = divide.divide(_linear(0)).matmuls["mm"]
+    along_n = divide.divide(_linear(1)).matmuls["mm"]
+    assert along_k.scheme == "ring"
+    assert along_k.tile.k == 1024  # each core's band of w's rows, as stored
+    assert along_n.tile.k < 1024 or along_n.scheme == "grid"
+    # along N every division relays B into its blocks first, which its estimate carries
+    assert along_k.estimate < along_n.estimate

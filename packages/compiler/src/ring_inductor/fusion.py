@@ -137,7 +137,8 @@ class _Producers:
 def _planned(m: int, k: int, n: int, buffer: RingMatmulBuffer, graph: KernelGraph | None) -> _Producers:
     """A planned matmul's options: its cheapest division alone (the product stored), and every ring or grid division
     whose tiles leave room for the consumers (`graph`, None when they cannot join)."""
-    plan = matmul_graph(m, k, n, dtype_name(buffer.get_dtype()))
+    b = _access(buffer.inputs[-1])
+    plan = matmul_graph(m, k, n, dtype_name(buffer.get_dtype()), reads_along_k(b.sizes, b.strides))
     splits = divide.mandatory_splits(plan)
     best = divide.matmul_candidates(plan, plan.ops[0], splits)[0]
     options = [Split(f"{division_key(best)} alone", "alone", best.estimate)]

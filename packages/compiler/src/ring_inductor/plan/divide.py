@@ -10,7 +10,7 @@ everything else: rows (a dim that is neither the stick dim of a reduction nor si
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .cost import DEFAULT_COST, CostModel
@@ -85,6 +85,7 @@ def matmul_candidates(
     itemsize = DTYPE_BYTES[graph.tensors[op.inputs[0]].dtype]
     split = splits.get(op.inputs[0])
     minimum = split.parts if split is not None else 1
+    along_k = graph.tensors[op.inputs[1]].stick == 0  # the layout pass keeps B as stored, along K
     found = []
     cores = cost.cores
     for m_parts in (p for p in range(1, cores + 1) if cores % p == 0 and m % p == 0):
@@ -95,8 +96,12 @@ def matmul_candidates(
             tile = matmul_tile(m // m_parts, n // n_parts, k, cost.scratchpad, cost.stick, itemsize, epilogue=epilogue)
         except TilingError:
             continue
-        found.append(_grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost))
-    ring = _ring(op.name, m, n, k, minimum, itemsize, cost, epilogue)
+        grid = _grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost)
+        # its right operand is read as [column tile, K-chunk, ...] blocks: as stored only when one block is all of
+        # B's stored rows' extent (N whole along N, K whole along K), else relaid first (priced in)
+        as_stored = tile.k == k if along_k else tile.n == n
+        found.append(grid if as_stored else replace(grid, estimate=grid.estimate + cost.memory(2 * k * n * itemsize)))
+    ring = _ring(op.name, m, n, k, minimum, itemsize, cost, epilogue, along_k)
     if ring is not None:
         found.append(ring)
     within = [d for d in found if core_span(d, m, n, k, itemsize, cost.cores) <= cost.span]
@@ -132,19 +137,27 @@ RING_MAX_K = 512
 
 
 def ring_tile(
-    rows: int, cols: int, k: int, cost: CostModel, itemsize: int, epilogue: EpilogueRoom | None = None
+    rows: int,
+    cols: int,
+    k: int,
+    cost: CostModel,
+    itemsize: int,
+    epilogue: EpilogueRoom | None = None,
+    whole_k: bool = False,
 ) -> MatmulTile | None:
     """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk.
 
     Besides the accumulator a core holds two pieces rotating, two of its own (this step's and the prefetched next),
-    two right-operand chunks and two output pieces being stored (and a fused `epilogue`'s tiles).
+    two right-operand chunks and two output pieces being stored (and a fused `epilogue`'s tiles). With `whole_k`,
+    only a chunk of the whole of K.
     """
     stick_elems = cost.stick // itemsize
     piece = rows // cost.cores
     extra = epilogue(piece, cols) if epilogue is not None else 0
     if extra is None:
         return None
-    for chunk in (c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0):
+    chunks = [k] if whole_k else [c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0]
+    for chunk in chunks:
         tile = MatmulTile(piece, cols, chunk, 4, itemsize)
         if not tile.whole_sticks(cost.stick):
             continue
@@ -155,9 +168,42 @@ def ring_tile(
 
 
 def _ring(
-    name: str, m: int, n: int, k: int, minimum: int, itemsize: int, cost: CostModel, epilogue: EpilogueRoom | None
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    minimum: int,
+    itemsize: int,
+    cost: CostModel,
+    epilogue: EpilogueRoom | None,
+    b_along_k: bool = False,
 ) -> MatmulDivision | None:
-    """The ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less re-reading)."""
+    """The ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less re-reading).
+
+    Its right operand is read as [core, K-chunk, ...] blocks: a relayout of B (read and written once) before the
+    launch, priced in, unless B is stored along K (the layout pass keeps it) and one chunk holds the whole of K,
+    when B's rows are those blocks as stored. Stored along K, the whole-K tiling is weighed against the chunked one
+    with its relayout."""
+    chunked = _ring_blocks(name, m, n, k, minimum, itemsize, cost, epilogue, whole_k=False)
+    if chunked is not None:
+        chunked = replace(chunked, estimate=chunked.estimate + cost.memory(2 * k * n * itemsize))
+    if not b_along_k:
+        return chunked
+    whole = _ring_blocks(name, m, n, k, minimum, itemsize, cost, epilogue, whole_k=True)
+    return min((d for d in (chunked, whole) if d is not None), key=lambda d: d.estimate, default=None)
+
+
+def _ring_blocks(
+    name: str,
+    m: int,
+    n: int,
+    k: int,
+    minimum: int,
+    itemsize: int,
+    cost: CostModel,
+    epilogue: EpilogueRoom | None,
+    whole_k: bool,
+) -> MatmulDivision | None:
     cores = cost.cores
     if n % cores:
         return None
@@ -166,7 +212,7 @@ def _ring(
         if minimum > 1 and blocks % minimum:
             continue
         rows = m // blocks
-        tile = ring_tile(rows, cols, k, cost, itemsize, epilogue)
+        tile = ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k)
         if tile is None:
             continue
         traffic = (m * k + blocks * k * n + m * n) * itemsize

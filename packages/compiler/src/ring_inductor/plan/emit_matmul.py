@@ -148,6 +148,16 @@ def _accumulate(job: _Job, chunk: int, left: str, right: str, acc: str) -> dict[
     return compute("mm", [left, right], acc) if chunk == 0 else compute("addmm", [acc, left, right], acc)
 
 
+def _piece_offset(core: int, local: int, chunk: int, job: _Job) -> int:
+    """Where the ring scheme's left piece (`core`'s, of row block `local` of its part, K-chunk `chunk`) starts, in
+    pieces: K in one chunk, pieces are whole rows of A in its stored order; else A is blocked core-major."""
+    cores, chunks = job.cores, job.k_total // job.division.tile.k
+    per_part = job.division.m_parts // job.parts
+    if chunks == 1:
+        return local * cores + core
+    return (core * per_part + local) * chunks + chunk
+
+
 def _right_tile(job: _Job, k: int, cols: int) -> list[int]:
     return [cols, k] if job.b_along_k else [k, cols]
 
@@ -182,9 +192,7 @@ def _ring(job: _Job):
             right = ((core * chunks + chunk) * k * cols) * itemsize
             half = lead // 2 * inner * itemsize
             return [
-                dma_in(
-                    f"{a}.{part}", ((core * per_part + local) * chunks + chunk) * piece * k * itemsize, own[index % 2]
-                ),
+                dma_in(f"{a}.{part}", _piece_offset(core, local, chunk, job) * piece * k * itemsize, own[index % 2]),
                 dma_in(b, right, f"b{index % 2}.0"),
                 dma_in(b, right + half, f"b{index % 2}.1"),
             ]
@@ -210,6 +218,8 @@ def _ring(job: _Job):
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
+        if chunks == 1:  # each piece is whole rows of A, contiguous as stored
+            return t.reshape(per_part, cores, piece, k)
         return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4)
 
     def pack_b(t: torch.Tensor) -> torch.Tensor:
