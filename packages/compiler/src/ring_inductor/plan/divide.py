@@ -10,6 +10,7 @@ everything else: rows (a dim that is neither the stick dim of a reduction nor si
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -184,35 +185,37 @@ def _ring(
     launch, priced in, unless B is stored along K (the layout pass keeps it) and one chunk holds the whole of K,
     when B's rows are those blocks as stored. Stored along K, the whole-K tiling is weighed against the chunked one
     with its relayout."""
-    chunked = _ring_blocks(name, m, n, k, minimum, itemsize, cost, epilogue, whole_k=False)
+    if n % cost.cores:
+        return None
+    cols = n // cost.cores
+
+    def fewest_blocks(whole_k: bool) -> MatmulDivision | None:
+        tile_of = lambda rows: ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k)  # noqa: E731
+        return _ring_blocks(name, (m, n, k), minimum, itemsize, cost, tile_of)
+
+    chunked = fewest_blocks(whole_k=False)
     if chunked is not None:
         chunked = replace(chunked, estimate=chunked.estimate + cost.memory(2 * k * n * itemsize))
     if not b_along_k:
         return chunked
-    whole = _ring_blocks(name, m, n, k, minimum, itemsize, cost, epilogue, whole_k=True)
+    whole = fewest_blocks(whole_k=True)
     return min((d for d in (chunked, whole) if d is not None), key=lambda d: d.estimate, default=None)
 
 
 def _ring_blocks(
     name: str,
-    m: int,
-    n: int,
-    k: int,
+    shape: tuple[int, int, int],
     minimum: int,
     itemsize: int,
     cost: CostModel,
-    epilogue: EpilogueRoom | None,
-    whole_k: bool,
+    tile_of: Callable[[int], MatmulTile | None],
 ) -> MatmulDivision | None:
-    cores = cost.cores
-    if n % cores:
-        return None
-    cols = n // cores
+    """The ring division with the fewest row blocks whose tile (`tile_of` a block's rows) fits."""
+    (m, n, k), cores = shape, cost.cores
     for blocks in (b for b in range(max(minimum, 1), m + 1) if m % b == 0 and (m // b) % cores == 0):
         if minimum > 1 and blocks % minimum:
             continue
-        rows = m // blocks
-        tile = ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k)
+        tile = tile_of(m // blocks)
         if tile is None:
             continue
         traffic = (m * k + blocks * k * n + m * n) * itemsize
