@@ -134,3 +134,29 @@ def test_a_destination_cpu_accepts_takes_the_cast_result_integer_division_includ
     expected = op(a, b, out=torch.empty(3, dtype=torch.int64))
     got = op(a.to(DEVICE), b.to(DEVICE), out=torch.empty(3, dtype=torch.int64, device=DEVICE))
     assert torch.equal(got.cpu(), expected)  # asking CPU about the cast must not divide by zero
+
+
+def test_a_lossy_in_place_cast_of_0_dim_tensors_is_refused_as_cpu_refuses_it() -> None:
+    # meta's mul_ lets an int32 0-dim *= a float32 0-dim through; CPU refuses it
+    x, y = torch.tensor(1.5).to("ring"), torch.tensor(3, dtype=torch.int32).to("ring")
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Int"):
+        y *= x
+    x *= y
+    assert x.cpu().item() == 4.5
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: torch.special.xlog1py(t, 5),
+        lambda t: torch.special.xlog1py(5, t),
+        lambda t: torch.xlogy(5.0, t),
+    ],
+    ids=["tensor_number", "number_tensor", "xlogy_number_tensor"],
+)
+def test_a_number_torch_wraps_for_a_tensor_parameter_is_computed(call) -> None:
+    # torch hands the kernel `special_xlog1py(Tensor, Tensor)` its wrapped scalar as a number
+    host = torch.tensor([0.5, 2.0, 3.0])
+    got = call(host.to("ring"))
+    assert got.dtype == call(host).dtype
+    torch.testing.assert_close(got.cpu(), call(host))

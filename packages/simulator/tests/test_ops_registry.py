@@ -6,6 +6,7 @@ import pytest
 import torch
 from ringsim.ops.registry import FLOATS, HELD, INTS, OPINFO_NEEDS, SPECS, by_name, by_packet, opinfo_dtypes
 from ringsim.ops.variants import all_variants, variants
+from ringsim.torchbridge import OpOverload, schema
 
 #: The only arithmetic float64 is held for: torch's printing divides two float64 extremes on the device.
 FLOAT64_ARITHMETIC = {"div"}
@@ -70,3 +71,21 @@ def test_every_registry_entry_is_served_to_an_opinfo_or_tested_directly() -> Non
         "exponential_", "geometric_", "cauchy_", "log_normal_", "randperm", "__lshift__", "__rshift__",
     }  # fmt: skip
     assert {spec.aten for spec in SPECS} - covered <= direct
+
+
+def test_every_in_place_variant_takes_its_functional_s_arguments() -> None:
+    # `pow_.Scalar` (a tensor to a scalar power) shares an overload name with `pow.Scalar` (a scalar to a tensor
+    # power): matched by name it ran the wrong functional, and `int_tensor **= 2` failed
+    def arguments(op: OpOverload) -> list[tuple[str, str]]:
+        return [(a.name, str(a.type)) for a in schema(op).arguments if not a.is_out]
+
+    wrong = [v.qualname for v in all_variants() if v.role == "inplace" and arguments(v.op) != arguments(v.functional)]
+    assert wrong == []
+
+
+def test_an_in_place_power_of_an_integer_tensor_runs_and_refuses_as_cpu_does() -> None:
+    t = torch.tensor([2, 3]).to("ring")
+    t **= 2
+    assert t.cpu().tolist() == [4, 9]
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        t.pow_(-2)

@@ -177,7 +177,8 @@ def expand_path(pattern: str, torch_root: Path, config_dir: Path, device_root: P
     expanded = Path(pattern.replace("${TORCH_ROOT}", str(torch_root)))
     if not expanded.is_absolute():
         expanded = config_dir / expanded
-    matches = sorted(Path(m).resolve() for m in glob.glob(str(expanded), recursive=True) if m.endswith(".py"))
+    # absolute, symlinks kept: a file linked into the tree from elsewhere still lives under TORCH_ROOT
+    matches = sorted(Path(os.path.abspath(m)) for m in glob.glob(str(expanded), recursive=True) if m.endswith(".py"))
     if not matches:
         raise ValueError(f"matches no .py file (TORCH_ROOT={torch_root})")
     return matches

@@ -48,7 +48,20 @@ class Signature:
         return cls(qualname(op), tuple(params), {p.name: i for i, p in enumerate(params)})
 
     def invoke(self, op: OpOverload, values: Sequence[Any]) -> Any:
-        """Call `op` (this signature's overload, or one sharing its parameters) with bound values."""
+        """Call `op` (this signature's overload, or one sharing its parameters) with bound values. Torch hands a
+        kernel its wrapped scalars as numbers (`special.xlog1py(t, 5)` reaches `special_xlog1py(Tensor, Tensor)`
+        with 5); an overload that refuses a number there is called again with it as a 0-dim tensor on the
+        call's device, of the dtype torch gives the number."""
+        try:
+            return self._call(op, values)
+        except RuntimeError as error:
+            if "Expected a value of type 'Tensor'" not in str(error):
+                raise
+        device = next((v.device for v in values if isinstance(v, torch.Tensor)), torch.device("cpu"))
+        wrapped = [_as_tensor(v, device) if p.kind == "tensor" else v for p, v in zip(self.params, values, strict=True)]
+        return self._call(op, wrapped)
+
+    def _call(self, op: OpOverload, values: Sequence[Any]) -> Any:
         args = [v for p, v in zip(self.params, values, strict=True) if not p.kwarg_only]
         kwargs = {p.name: v for p, v in zip(self.params, values, strict=True) if p.kwarg_only}
         return op(*args, **kwargs)
@@ -65,6 +78,23 @@ class Signature:
         for param in self.params[len(values) :]:
             values.append(kwargs.get(param.name, param.default))
         return values
+
+
+def _as_tensor(value: Any, device: torch.device) -> Any:
+    """A number as the 0-dim tensor torch wraps it in (bool, int64, the default float or complex dtype)."""
+    if isinstance(value, bool):
+        return torch.tensor(value, device=device)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64, device=device)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.get_default_dtype(), device=device)
+    if isinstance(value, complex):
+        return torch.tensor(
+            value,
+            dtype=torch.complex128 if torch.get_default_dtype() == torch.float64 else torch.complex64,
+            device=device,
+        )
+    return value
 
 
 def key_of(value: Any) -> Any:

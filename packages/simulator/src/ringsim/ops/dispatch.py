@@ -121,7 +121,7 @@ def inplace_kernel(spec: OpSpec, op: OpOverload, functional: OpOverload, build: 
         plan, prepared = _plan(spec, functional, sig, values, build, qualname)
         direct = _check_overlap(spec, self, values[1:])
         if (qualname, plan.key) not in _INPLACE_CHECKED:
-            _check_inplace(op, sig, values)
+            _check_inplace(op, sig, values, plan.outputs[0].dtype)
             _INPLACE_CHECKED.add((qualname, plan.key))
         _write(plan, prepared, [self], _result_shapes(plan, functional, sig, values), direct=direct)
         return self
@@ -232,9 +232,10 @@ def _check_out_dtypes(plan: Plan, op: OpOverload, sig: Signature, named: dict[st
     sig.invoke_on_cpu(op, [named[p.name] for p in sig.params])
 
 
-def _check_inplace(op: OpOverload, sig: Signature, values: list[Any]) -> None:
+def _check_inplace(op: OpOverload, sig: Signature, values: list[Any], result: torch.dtype) -> None:
     """Refuse what the in-place op refuses (broadcast to self, lossy casts): torch's meta kernel finds it, and a CPU
-    run on zeros words it as CPU does (meta's words differ, e.g. for an int tensor's `add_(1.5)`)."""
+    run on ones words it as CPU does (meta's words differ, e.g. for an int tensor's `add_(1.5)`). Meta lets some
+    lossy casts through (`int_0dim *= float_0dim`), so a `result` dtype other than self's asks CPU as well."""
     meta = [
         torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device="meta")
         if isinstance(v, torch.Tensor) and v.device.type == DEVICE
@@ -246,6 +247,8 @@ def _check_inplace(op: OpOverload, sig: Signature, values: list[Any]) -> None:
     except RuntimeError:
         sig.invoke_on_cpu(op, values)
         raise
+    if result != values[0].dtype:
+        sig.invoke_on_cpu(op, values)
 
 
 def _write(

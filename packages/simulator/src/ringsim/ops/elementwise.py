@@ -92,7 +92,7 @@ def split_call(sig: Signature, values: Values) -> tuple[list[int], dict[str, Any
             positional.append(i)
         elif value is not None or param.has_default:
             attrs[param.name] = scalar(value)
-            substituted |= isinstance(value, torch.Tensor)
+            substituted |= isinstance(value, torch.Tensor) or (param.kind == "tensor" and value is not None)
         else:
             # An unset optional without a default (div.Tensor_mode's rounding_mode): programs omit None attrs, and
             # the overload requires the argument, so the packet resolves the overload that lacks it (div.Tensor).

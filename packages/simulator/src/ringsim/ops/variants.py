@@ -37,19 +37,29 @@ def _inplace(spec: OpSpec, name: str, functional: OpOverload) -> OpOverload | No
     same arguments (``floor_divide_.Tensor`` for ``floor_divide``, ``pow_.Scalar`` for ``pow.Tensor_Scalar``).
     Python's operators name theirs with an ``i`` (``__ilshift__`` for ``__lshift__``)."""
     packet = f"__i{spec.aten[2:]}" if spec.aten.startswith("__") else spec.aten + "_"
-    named = _overload(packet, name)
-    if named is not None or not hasattr(torch.ops.aten, packet):
-        return named
+    if not hasattr(torch.ops.aten, packet):
+        return None
     args = _arguments(functional)
+    named = _overload(packet, name)
+    if named is not None and _arguments(named) == args:
+        return named
+    # an overload name says nothing across packets when the arguments differ: `pow_.Scalar` takes a tensor and a
+    # scalar exponent, `pow.Scalar` a scalar base and a tensor exponent
     same = [
         op
         for candidate in getattr(torch.ops.aten, packet).overloads()
-        if candidate not in spec.overloads
-        and (op := _overload(packet, candidate)) is not None
+        if (op := _overload(packet, candidate)) is not None
         and _outs(op) == 0
         and _arguments(op) == args
+        and not _claimed(spec, candidate, op)
     ]
     return same[0] if len(same) == 1 else None
+
+
+def _claimed(spec: OpSpec, name: str, inplace: OpOverload) -> bool:
+    """Whether the in-place overload `name` is the same-named in-place form of another of the spec's overloads."""
+    own = _overload(spec.aten, name) if name in spec.overloads else None
+    return own is not None and _arguments(own) == _arguments(inplace)
 
 
 @cache
