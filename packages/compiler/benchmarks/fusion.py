@@ -14,7 +14,6 @@ DeviceModel), not hardware. Cases marked planned have a B that overflows a core:
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -23,21 +22,11 @@ import ringsim
 import torch
 import torch.nn.functional as F
 from ring_inductor import config
-from ring_inductor.checking import TransformerBlock, compiled_run, float64_reference
+from ring_inductor.checking import block_case, compiled_run, float64_reference
 from ring_inductor.emit import CORES
 from ring_inductor.tolerance import max_relative_error
 
 Case = tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]
-
-
-def _block(dim: int, heads: int, tokens: int) -> Case:
-    """A transformer block: qkv, the projection plus the residual, the MLP's up projection plus GELU, its down
-    projection plus the residual (dim 256: every weight fits a core; dim 1024: none does)."""
-    block = TransformerBlock(dim, heads).half().eval()
-    x = torch.randn(4, tokens, dim, dtype=torch.float16)
-    reference = copy.deepcopy(block).double()
-    on_ring = block.to("ring")
-    return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))
 
 
 def _cases(rows: int, tokens: int, wide_tokens: int) -> dict[str, Case]:
@@ -60,8 +49,8 @@ def _cases(rows: int, tokens: int, wide_tokens: int) -> dict[str, Case]:
         (wide, big_up, torch.randn(4096, dtype=torch.float16)),
     )
     cases = {name: (fn, inputs, lambda *t, fn=fn: float64_reference(fn, *t)) for name, (fn, inputs) in cases.items()}
-    cases[f"block dim 256, 4 x {tokens} tokens"] = _block(256, 4, tokens)
-    cases[f"block dim 1024, 4 x {wide_tokens} tokens, planned"] = _block(1024, 8, wide_tokens)
+    cases[f"block dim 256, 4 x {tokens} tokens"] = block_case(256, 4, 4, tokens)
+    cases[f"block dim 1024, 4 x {wide_tokens} tokens, planned"] = block_case(1024, 8, 4, wide_tokens)
     return cases
 
 

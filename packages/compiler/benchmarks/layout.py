@@ -13,7 +13,6 @@ Figures are the simulator's (its pinned DeviceModel), not hardware.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -21,18 +20,10 @@ from typing import Any
 import ringsim
 import torch
 from ring_inductor import config
-from ring_inductor.checking import TransformerBlock, compiled_run
+from ring_inductor.checking import block_case, compiled_run
 from ring_inductor.tolerance import max_relative_error
 
 Case = tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]
-
-
-def _block(dim: int, heads: int, batch: int, tokens: int) -> Case:
-    block = TransformerBlock(dim, heads).half().eval()
-    x = torch.randn(batch, tokens, dim, dtype=torch.float16)
-    reference = copy.deepcopy(block).double()
-    on_ring = block.to("ring")
-    return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))
 
 
 def _cases(quick: bool) -> dict[str, Case]:
@@ -42,8 +33,8 @@ def _cases(quick: bool) -> dict[str, Case]:
     softmax = lambda t: torch.softmax(t, -1)  # noqa: E731
     return {
         f"softmax ({rows}, 1024)": (softmax, (x,), lambda t: softmax(t.double())),
-        f"block dim 256, {batch} x {tokens} tokens": _block(256, 4, batch, tokens),
-        f"block dim 1024, {batch} x {tokens} tokens, planned": _block(1024, 8, batch, tokens),
+        f"block dim 256, {batch} x {tokens} tokens": block_case(256, 4, batch, tokens),
+        f"block dim 1024, {batch} x {tokens} tokens, planned": block_case(1024, 8, batch, tokens),
     }
 
 

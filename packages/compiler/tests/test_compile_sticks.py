@@ -90,7 +90,7 @@ def test_the_planned_matmul_dumps_the_layout_pass_decision_and_b_s_packing_cost(
     assert layout["b"].startswith("along K")
     assert layout["restickifies"] == []
     assert layout["sticks"]["b"] == sticks.ALONG_K
-    assert layout["b_packing_cycles"] >= 0
+    assert layout["b_packing_cycles"] == 0  # K whole: each core's band of the weight is one run of it as stored
 
 
 @pytest.mark.parametrize(

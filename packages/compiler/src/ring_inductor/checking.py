@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -50,3 +51,15 @@ class TransformerBlock(nn.Module):
         attn = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(attn)
         return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+def block_case(
+    dim: int, heads: int, batch: int, tokens: int
+) -> tuple[Callable[..., Any], tuple[torch.Tensor, ...], Callable[..., Any]]:
+    """An fp16 `TransformerBlock` on ring, its input on the host, and its float64 twin on CPU: what the benchmarks
+    compile, run and compare."""
+    block = TransformerBlock(dim, heads).half().eval()
+    x = torch.randn(batch, tokens, dim, dtype=torch.float16)
+    reference = copy.deepcopy(block).double()
+    on_ring = block.to("ring")
+    return (lambda x: on_ring(x)), (x,), (lambda x: reference(x.double()))

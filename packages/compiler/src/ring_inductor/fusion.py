@@ -29,7 +29,7 @@ from ring_inductor.plan.cost import DEFAULT_COST
 from ring_inductor.plan.divide import MatmulDivision, TensorSplit
 from ring_inductor.planned_matmul import matmul_graph
 from ring_inductor.recorder import record_kernel
-from ring_inductor.sticks import reads_along_k
+from ring_inductor.sticks import as_stored, reads_along_k
 from ring_inductor.template import RingMatmulBuffer
 from ring_inductor.torchprivate import wrapper_name
 
@@ -75,8 +75,7 @@ def fused_graph(buffer: RingMatmulBuffer, nodes: list[Any]) -> KernelGraph:
     biases = [Value("full" if op.access.kind != "col" else "col", dtype, operand=op) for op in bias]
     if not _overflows(buffer) and reads_along_k(b_access.sizes, b_access.strides):
         # the layout pass keeps B as stored, along K: loaded whole as [n, k] rows, multiplied by linear(a, w, bias)
-        stored = Access("full", b_access.sizes[::-1], b_access.strides[::-1], b_access.offset)
-        b = Operand("mm_b", wrapper_name(b_node.get_name()), dtype, stored, False, whole=(n, k))
+        b = Operand("mm_b", wrapper_name(b_node.get_name()), dtype, as_stored(b_access), False, whole=(n, k))
         inputs = [Value("full", dtype, operand=a), Value("matrix", dtype, operand=b), *biases]
         value = Value("full", dtype, "linear", tuple(inputs))
     else:

@@ -26,7 +26,7 @@ from ring_inductor.plan.emit import Tiles, compute, dma_in, dma_out
 from ring_inductor.plan.emit_matmul import TileGrid, emit_matmul
 from ring_inductor.plan.tiling import EpilogueRoom
 from ring_inductor.planned_matmul import layout_decisions, matmul_graph
-from ring_inductor.sticks import reads_along_k
+from ring_inductor.sticks import as_stored, reads_along_k
 
 #: The fused matmul's own operands (`fusion.fused_graph`): they feed the accumulator, not the epilogue.
 MATMUL_OPERANDS = ("mm_a", "mm_b")
@@ -234,8 +234,7 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
     lefts = [blocked(_part(a.access, parts, p), k, (tile.m, tile.k), row_groups=groups) for p in range(parts)]
     operands = [Operand(f"a.{p}", a.buffer, a.dtype, left, False) for p, left in enumerate(lefts)]
     if b_along_k(graph):  # blocks of B's transpose, [n, k] as stored: [column tiles, K-chunks, tn, tk]
-        stored = Access(b.access.kind, b.access.sizes[::-1], b.access.strides[::-1], b.access.offset)
-        right = blocked(stored, k, (tile.n, tile.k))
+        right = blocked(as_stored(b.access), k, (tile.n, tile.k))
     else:
         right = blocked(b.access, n, (tile.k, tile.n), cols_first=True)
     operands.append(Operand("b", b.buffer, b.dtype, right, False))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ring_inductor import config
+from ring_inductor.indexing import Access
 
 #: B's stick dim, counted from its last two dims [k, n]: along K (its transpose is stored row-major) or along N.
 ALONG_K, ALONG_N = 0, 1
@@ -39,3 +40,8 @@ def stick_of(sizes: Sequence[int], strides: Sequence[int]) -> int | None:
 def reads_along_k(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     """Whether the matmul reads this right operand as stored, along K (the layout pass on, B's transpose dense)."""
     return config.layout_pass and stick_of(sizes, strides) == ALONG_K and sizes[-1] > 1 and sizes[-2] > 1
+
+
+def as_stored(access: Access) -> Access:
+    """A right operand read along K as its storage holds it: the [n, k] rows of its [k, n] view, contiguous."""
+    return Access("full", access.sizes[::-1], access.strides[::-1], access.offset)

@@ -6,7 +6,7 @@ K (its transpose stored row-major: a linear layer's weight), as [column block, K
 `linear`: blocks of whole rows, no restickify. The packers and `views` give those layouts as strided views of the
 host-order tensors, for the caller to make contiguous as it can. A left operand
 split by the mandatory pass is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per
-K-chunk), cast once to fp16.
+K-chunk; along K, `linear` with the accumulator as its bias), cast once to fp16.
 """
 
 from __future__ import annotations
