@@ -87,6 +87,20 @@ def test_host_tensor_mixed_in_is_refused() -> None:
         torch.ops.aten.add.Tensor(ring(3), torch.ones(3))
 
 
+@pytest.mark.parametrize(
+    "call",
+    [torch.copysign, torch.add, torch.maximum],
+    ids=["copysign", "add", "maximum"],
+)
+def test_a_host_scalar_leading_the_call_does_not_lend_its_dtype(call) -> None:
+    x = ring(3, dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="for dtype float64"):
+        call(x, torch.tensor(1.0))
+    with pytest.raises(NotImplementedError, match="for dtype float64"):
+        call(torch.tensor(1.0), x)
+    assert call(torch.tensor(1.0, dtype=torch.float64), ring(3)).dtype == torch.float32
+
+
 def test_a_row_too_long_for_one_scratchpad_is_refused_by_name() -> None:
     x = torch.empty(1, 1 << 20, device=DEVICE)  # one softmax row of 4 MiB: more than a core's scratchpad
     with pytest.raises(NotImplementedError, match=r"^ring: aten::_softmax: the operands of one row need more than"):

@@ -57,17 +57,18 @@ def _tensor_slots(values: list[Any]) -> tuple[int, ...]:
 
 
 def _check_dtypes(qualname: str, spec: OpSpec, values: list[Any], sig: Signature) -> None:
+    """The first device operand's dtype is the op's: a host 0-dim operand is a scalar, whichever place it takes
+    (`copysign(tensor(1.0), ring_float64)` computes in float64 as `copysign(ring_float64, 1.0)` does)."""
     first = True
     for param, value in zip(sig.params, values, strict=True):
         tensors = value if param.kind == "tensors" and value is not None else [value]
-        for t in tensors:
-            if not isinstance(t, torch.Tensor) or t.device.type != DEVICE:
-                continue
+        on_device = [t for t in tensors if isinstance(t, torch.Tensor) and t.device.type == DEVICE]
+        for t in on_device:
             if first and t.dtype not in spec.dtypes:
                 raise errors.unsupported_dtype(qualname, t.dtype, spec.dtypes)
             if t.dtype not in DTYPE_ORDER:
                 raise errors.unsupported_dtype(qualname, t.dtype, spec.dtypes)
-        if param.kind != "other" and any(isinstance(t, torch.Tensor) for t in tensors):
+        if param.kind != "other" and on_device:
             first = False
 
 
