@@ -91,7 +91,7 @@ def test_the_dump_names_the_division_that_carries_the_consumers(tmp_path: Path, 
     dumped = [json.loads(f.read_text()) for f in tmp_path.glob("*.decisions.json")]
     (verdict,) = [d["fusion"] for d in dumped if "fusion" in d]
     assert verdict["fused"], verdict
-    assert verdict["division"]["scheme"] in ("ring", "grid"), verdict
+    assert verdict["division"]["scheme"] in ("ring", "row_ring", "grid"), verdict
     assert verdict["splits"][0].endswith("carrying its consumers"), verdict
 
 
@@ -154,6 +154,24 @@ def test_a_bias_band_narrower_than_a_stick_is_repeated_onto_whole_sticks(
     assert dumped["fusion"]["division"]["scheme"] == "ring", dumped["fusion"]
     (bias,) = [op for op in dumped["operands"] if op["name"] == "mm_bias"]
     assert (bias["sizes"], bias["strides"]) == ([32, 2, 32], [32, 0, 1]), bias
+
+
+def test_the_row_ring_carries_its_consumers_and_reads_and_writes_whole_rows_as_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,048 rows: the row ring wins; each core's rows of the product, the residual and the result are one DMA each,
+    # so only the bias (a 64-byte band per tile, repeated onto sticks) is relaid
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    x, residual, scale = X.repeat(8, 1), RESIDUAL.repeat(8, 1), torch.randn(8 * M, dtype=torch.float16)
+    fn = lambda x, w, b, r, s: F.gelu(F.linear(x, w, b)) * r + s[:, None]  # noqa: E731
+    out, kernels = compiled_run(fn, x, W, BIAS, residual, scale)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    assert [k for k in kernels if k.startswith("ring_relayout_")] == ["ring_relayout_float16_64s32_2s0_32s1_blocks"]
+    assert excess(out, float64_reference(fn, x, W, BIAS, residual, scale), _bound()) <= 0
+    (dumped,) = [json.loads(f.read_text()) for f in tmp_path.glob("ring_addmm_*.decisions.json")]
+    assert dumped["fusion"]["division"]["scheme"] == "row_ring", dumped["fusion"]
+    full = {op["name"]: op for op in dumped["operands"] if op["sizes"] == [8 * M, N]}
+    assert len(full) == 2 and all(op["strides"] == [N, 1] for op in full.values()), dumped["operands"]
 
 
 def test_a_row_operand_of_the_consumers_is_read_piece_by_piece() -> None:

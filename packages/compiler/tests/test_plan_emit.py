@@ -8,12 +8,13 @@ import pytest
 import torch
 from ring_inductor.plan import divide
 from ring_inductor.plan.cost import CostModel
-from ring_inductor.plan.divide import TensorSplit
+from ring_inductor.plan.divide import MatmulDivision, TensorSplit
 from ring_inductor.plan.emit_handover import elementwise_pass, emit_handover, then
 from ring_inductor.plan.emit_matmul import emit_matmul
 from ring_inductor.plan.emit_rows import emit_rows, plan_rows
 from ring_inductor.plan.examples import matmul_graph, softmax_graph
 from ring_inductor.plan.graph import Graph
+from ring_inductor.plan.tiling import MatmulTile
 from ringsim.engine import DEFAULT_MODEL, launch
 
 
@@ -46,7 +47,7 @@ def test_resident_intermediates_share_space_and_move_fewer_bytes():
     assert kept_report.total_cycles < trip_report.total_cycles
 
 
-@pytest.mark.parametrize("scheme", ["ring", "grid"])
+@pytest.mark.parametrize("scheme", ["ring", "row_ring", "grid"])
 @pytest.mark.parametrize("span", [None, 64 * 1024])
 def test_matmul_schemes_match_torch(scheme, span):
     """With a span of 64 KiB the 128 KiB left operand is split in two buffers by the mandatory pass."""
@@ -63,10 +64,25 @@ def test_matmul_schemes_match_torch(scheme, span):
     report, out = _run(emitted, {"a": a, "b": b})
     torch.testing.assert_close(out["c"].float(), a.float() @ b.float(), atol=0.05, rtol=2e-3)
     assert report.flops == 2 * 512 * 128 * 256
-    assert (report.ring_bytes > 0) == (scheme == "ring")
+    assert (report.ring_bytes > 0) == (scheme != "grid")
 
 
-@pytest.mark.parametrize("scheme", ["grid", "ring"])
+def test_the_row_ring_stores_whole_rows_where_the_host_reads_them():
+    graph = matmul_graph(1024, 256, 512)
+    # two blocks of rows and two K-chunks: a core's pieces of both blocks, each read in chunks
+    division = MatmulDivision("mm", "row_ring", 2, 32, MatmulTile(16, 16, 128, 2, 2), estimate=0.0, traffic=0)
+    emitted = emit_matmul(graph, graph.ops[0], division, None)
+    generator = torch.Generator().manual_seed(2)
+    a, b = torch.randn(1024, 256, generator=generator).half(), torch.randn(256, 512, generator=generator).half()
+    buffers = emitted.pack({"a": a, "b": b})
+    report = launch(emitted.program, buffers)
+    torch.testing.assert_close(buffers["c"].view(1024, 512).float(), a.float() @ b.float(), atol=0.05, rtol=2e-3)
+    stores = [i for core in emitted.program["cores"] for i in core["instructions"] if i["op"] == "dma_out"]
+    assert len(stores) == 32 * division.m_parts  # one DMA of whole rows per core and block
+    assert report.ring_bytes > 0
+
+
+@pytest.mark.parametrize("scheme", ["grid", "ring", "row_ring"])
 def test_a_matmul_fuses_its_epilogue_and_the_unfused_kernel_agrees(scheme):
     graph = matmul_graph(256, 128, 256)
     division = next(d for d in divide.divide(graph).considered["mm"] if d.scheme == scheme)

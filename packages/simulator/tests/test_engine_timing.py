@@ -106,6 +106,23 @@ def test_compute_runs_at_fixed_throughput() -> None:
     assert report.flops == 2 * 128 * 128 * 256 + 128 * 256 + 128 * 128
 
 
+def test_a_slice_moves_only_its_slice_and_counts_no_flops() -> None:
+    tiles = {
+        "band": {"offset": 0, "dtype": "float16", "shape": [16, 1024]},
+        "piece": {"offset": 32768, "dtype": "float16", "shape": [16, 32]},
+    }
+    instructions = [
+        {"op": "compute", "fn": "slice", "inputs": ["band"], "output": "piece",
+         "attrs": {"dim": 1, "start": 32, "end": 64}},
+        {"op": "compute", "fn": "slice_scatter", "inputs": ["band", "piece"], "output": "band",
+         "attrs": {"dim": 1, "start": 64, "end": 96}},
+    ]  # fmt: skip
+    report = report_of([{"core": 0, "tiles": tiles, "instructions": instructions}], {})
+    one = MODEL.compute_issue_cycles + 16 * 32 / MODEL.vector_elements_per_cycle
+    assert report.compute_cycles == pytest.approx(2 * one)
+    assert report.flops == 0
+
+
 def test_ring_transfer_costs_hop_latency_plus_link_time() -> None:
     cores = [
         {"core": 3, "tiles": {"t": byte_tile(8192)}, "instructions": [{"op": "send", "to": 4, "tile": "t"}]},

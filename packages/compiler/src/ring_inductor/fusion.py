@@ -206,11 +206,17 @@ def choose(buffer: RingMatmulBuffer, nodes: list[Any]) -> Choice:
         producers = _Producers([Split(ROWS, ROWS, standalone)], {ROWS: None} if graph is not None else {}, None)
     vector = cost.vector(m * n // cost.cores)
     alone = cost.memory(2 * m * n * itemsize) + vector
-    # a planned division reads each full operand blocked in its tiles: a relayout in (read and written) first
-    relaid = sum(2 * math.prod(op.access.sizes) * op.dtype.itemsize for op in _full_loads(graph)) if planned else 0
+    # a planned division reads each full operand blocked in its tiles (a relayout in, read and written, first),
+    # but for the row ring, which loads them in whole rows as stored
+    full = sum(2 * math.prod(op.access.sizes) * op.dtype.itemsize for op in _full_loads(graph)) if planned else 0
+
+    def relaid(producer: Split) -> int:
+        division = producers.carrying.get(producer.key)
+        return 0 if division is not None and division.scheme == "row_ring" else full
+
     consumers = [Split(FLAT, FLAT, alone), *(Split(f"adopt {key}", key, alone) for key in producers.carrying)]
     edge = hand_over(
-        lambda producer, consumer: None if refused else vector - alone + cost.memory(relaid),
+        lambda producer, consumer: None if refused else vector - alone + cost.memory(relaid(producer)),
         lambda producer, consumer: cost.barrier,
         lambda producer, consumer: None,
     )

@@ -93,6 +93,13 @@ class _Epilogue:
         self.held: dict[str, int] = {}
         for name, dtype, shape in self.tiles(grid.tm, grid.tn):
             tiles.add(name, dtype_name(dtype), shape)
+        if grid.banded:  # whole rows of every full operand and output, loaded and stored once per band
+            for op in self.banded():
+                tiles.add(f"{op.name}.rows", dtype_name(op.dtype), [grid.tm, self.graph.cols])
+
+    def banded(self) -> list[Operand]:
+        """The operands a banded grid moves in whole rows: the full loads and the outputs."""
+        return [op for op in self.loads if _kind(op) == "full"] + [op for op, _ in self.graph.stores]
 
     def _offset(self, operand: Operand, row_tile: int, col_tile: int) -> int:
         grid = self.grid
@@ -106,12 +113,16 @@ class _Epilogue:
         }[_kind(operand)]
 
     def code(self, row_tile: int, col_tile: int, acc: str) -> list[dict[str, Any]]:
-        code = []
+        code, grid = [], self.grid
         for op in self.loads:
-            offset = self._offset(op, row_tile, col_tile)
+            rows = grid.banded and _kind(op) == "full"
+            offset = self._offset(op, row_tile, 0 if rows else col_tile)
             if self.held.get(op.name) != offset:
-                code.append(dma_in(op.name, offset, op.name))
+                code.append(dma_in(op.name, offset, f"{op.name}.rows" if rows else op.name))
                 self.held[op.name] = offset
+            if rows:
+                start = col_tile * grid.tn
+                code.append(compute("slice", [f"{op.name}.rows"], op.name, dim=1, start=start, end=start + grid.tn))
         product = self.names.of(self.root)
         if self.root.fn == "addmm":
             code.append(compute("add", [acc, self.names.of(self.root.inputs[0])], product))
@@ -121,7 +132,12 @@ class _Epilogue:
             shape = _shape(value.kind, self.grid.tm, self.grid.tn)
             code.append(compute_step(value, self.names.of, row_tile * self.grid.tm, self.grid.tm, shape))
         for operand, value in self.graph.stores:
-            code.append(dma_out(self.names.of(value), operand.name, self._offset(operand, row_tile, col_tile)))
+            if not grid.banded:
+                code.append(dma_out(self.names.of(value), operand.name, self._offset(operand, row_tile, col_tile)))
+                continue
+            code.append(grid.assemble(self.names.of(value), f"{operand.name}.rows", col_tile))
+            if grid.last(col_tile):
+                code.append(dma_out(f"{operand.name}.rows", operand.name, self._offset(operand, row_tile, 0)))
         return code
 
 
@@ -136,7 +152,8 @@ def check(graph: KernelGraph) -> None:
 
 def room(graph: KernelGraph) -> EpilogueRoom:
     """The scratchpad bytes the epilogue adds to a [tm, tn] output tile (None where its DMAs would leave the
-    stick), for the tiling pass; the rounded product replaces the matmul's own output tile."""
+    stick), for the tiling pass, and per row of the bands a row ring moves whole; the rounded product replaces the
+    matmul's own output tile."""
     itemsize = next(op.dtype.itemsize for op in graph.operands if op.name == "mm_a")
     epilogue = _Epilogue(graph)
     moved = [*epilogue.loads, *(op for op, _ in graph.stores)]
@@ -147,7 +164,9 @@ def room(graph: KernelGraph) -> EpilogueRoom:
         tiles = sum(align(math.prod(shape) * dtype.itemsize) for _, dtype, shape in epilogue.tiles(tm, tn))
         return tiles - align(tm * tn * itemsize)
 
-    return extra
+    # the product may be stored too (`fusion.keep_product`, decided after the division): its rows are counted
+    product = [] if any(value is epilogue.root for _, value in graph.stores) else [epilogue.root.dtype.itemsize]
+    return EpilogueRoom(extra, graph.cols * sum([*(op.dtype.itemsize for op in epilogue.banded()), *product]))
 
 
 def _cut(dims: Dims, inner: int) -> tuple[Dims, Dims]:
@@ -225,7 +244,7 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
     """The kernel's operands as its program reads them: every tile-sized one through its blocked view (the ring
     scheme's left operand blocked by cores, each core's 1/32 of a block of rows)."""
     tile, n = division.tile, graph.cols
-    ring = division.scheme == "ring"
+    ring, banded = division.scheme == "ring", division.scheme == "row_ring"
     by_name = {op.name: op for op in graph.operands}
     a, b = by_name["mm_a"], by_name["mm_b"]
     k = a.access.sizes[1]
@@ -242,8 +261,8 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
         if op.name in MATMUL_OPERANDS:
             continue
         access, repeats = op.access, _repeats(op, tile.m, tile.n)
-        if _kind(op) == "full":
-            access = blocked(access, n, (tile.m, tile.n), cols_first=ring, store=op.is_output)
+        if _kind(op) == "full" and not (banded and access.kind == "full"):  # the row ring's rows are as stored
+            access = blocked(access, n, (tile.m, n if banded else tile.n), cols_first=ring, store=op.is_output)
         elif repeats > 1:
             access = _repeated(access, (graph.rows, n), tile.m if _kind(op) == "row" else tile.n, repeats)
         operands.append(Operand(op.name, op.buffer, op.dtype, access, op.is_output))

@@ -2,10 +2,13 @@
 
 First the mandatory pass: a tensor larger than one core's addressable span is split along its outermost dim into
 the fewest equal parts that each fit (a [8192, 32768] fp16 operand, 512 MiB, into two). Then matmuls, by the cost
-model: either a grid of independent output blocks, each core streaming its own operands from device memory, or the
-ring scheme, where all cores share one block of rows of the left operand — each core loads 1/32 of every K-chunk and
-the pieces rotate round the ring, so device memory is read once per block instead of once per core. Then
-everything else: rows (a dim that is neither the stick dim of a reduction nor size 1) split over the cores.
+model: either a grid of independent output blocks, each core streaming its own operands from device memory, or a
+ring scheme, where all cores share one block of rows of the left operand and each loads 1/32 of every K-chunk of
+both operands: in the column ring the left pieces rotate round the ring and each core keeps a band of the output's
+columns (relaid into rows after), in the row ring the right operand's column bands rotate and each core keeps its
+piece of the output's rows, stored whole. Either way device memory is read once per block instead of once per core.
+A division whose output is not stored in whole rows is priced with relaying it into rows. Then everything else:
+rows (a dim that is neither the stick dim of a reduction nor size 1) split over the cores.
 """
 
 from __future__ import annotations
@@ -30,11 +33,11 @@ class TensorSplit:
 
 @dataclass(frozen=True, slots=True)
 class MatmulDivision:
-    """How one [M, K] x [K, N] matmul is spread: `blocks` row blocks done one after another (ring) or a
+    """How one [M, K] x [K, N] matmul is spread: `m_parts` row blocks done one after another (either ring) or a
     `m_parts` x `n_parts` grid of per-core output blocks (grid), with the tile each core iterates."""
 
     op: str
-    scheme: Literal["ring", "grid"]
+    scheme: Literal["ring", "row_ring", "grid"]
     m_parts: int
     n_parts: int
     tile: MatmulTile
@@ -97,21 +100,36 @@ def matmul_candidates(
             tile = matmul_tile(m // m_parts, n // n_parts, k, cost.scratchpad, cost.stick, itemsize, epilogue=epilogue)
         except TilingError:
             continue
-        grid = _grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost)
-        # its right operand is read as [column tile, K-chunk, ...] blocks: as stored only when one block is all of
-        # B's stored rows' extent (N whole along N, K whole along K), else relaid first (priced in)
-        as_stored = tile.k == k if along_k else tile.n == n
-        found.append(grid if as_stored else replace(grid, estimate=grid.estimate + cost.memory(2 * k * n * itemsize)))
-    ring = _ring(op.name, m, n, k, minimum, itemsize, cost, epilogue, along_k)
-    if ring is not None:
-        found.append(ring)
+        found.append(_grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost))
+    found += _rings(op.name, (m, n, k), minimum, itemsize, cost, epilogue, along_k)
+    found = [replace(d, estimate=d.estimate + relays(d, (m, n, k), along_k, itemsize, cost)) for d in found]
+    # of each ring scheme, the cheaper of its chunked and whole-K tilings
+    cheapest = {}
+    for division in sorted(found, key=lambda d: d.estimate):
+        cheapest.setdefault(division.scheme if division.scheme != "grid" else id(division), division)
+    found = list(cheapest.values())
     within = [d for d in found if core_span(d, m, n, k, itemsize, cost.cores) <= cost.span]
     return sorted(within, key=lambda division: division.estimate)
 
 
+def relays(
+    division: MatmulDivision, shape: tuple[int, int, int], b_along_k: bool, itemsize: int, cost: CostModel
+) -> float:
+    """Cycles of relaying what `division` does not read or write as stored, each tensor read and written once: A
+    into K-chunk blocks (unless K is one chunk), B into its blocks (unless they are runs of B's stored rows: a
+    K-chunk of all K along K, a grid's tile of all N along N) and the output from tiles into rows (unless the row
+    ring's, or a grid tile of all N)."""
+    m, n, k = shape
+    tile, grid = division.tile, division.scheme == "grid"
+    b_as_stored = tile.k == k if b_along_k else grid and tile.n == n
+    rows_out = division.scheme == "row_ring" or (grid and tile.n == n)
+    moved = (0 if tile.k == k else m * k) + (0 if b_as_stored else k * n) + (0 if rows_out else m * n)
+    return cost.memory(2 * moved * itemsize)
+
+
 def core_span(division: MatmulDivision, m: int, n: int, k: int, itemsize: int, cores: int) -> int:
     """Device-memory bytes the busiest core's DMAs reach in the emitted layouts (the engine's span rule)."""
-    if division.scheme == "ring":
+    if division.scheme != "grid":
         return (m * k + k * n + m * n) // cores * itemsize
     tile = division.tile
     block_rows, block_cols = m // division.m_parts, n // division.n_parts
@@ -145,61 +163,60 @@ def ring_tile(
     itemsize: int,
     epilogue: EpilogueRoom | None = None,
     whole_k: bool = False,
+    row_ring: bool = False,
 ) -> MatmulTile | None:
-    """For the ring scheme: a `rows` x `cols` accumulator per core, pieces of rows/32 rows, the largest K-chunk.
+    """For a ring scheme: a `rows` x `cols` accumulator per core (the column ring's band of a block's columns, or
+    the row ring's piece of its rows over every band), pieces of rows/32 rows, the largest K-chunk.
 
-    Besides the accumulator a core holds two pieces rotating, two of its own (this step's and the prefetched next),
-    two right-operand chunks and two output pieces being stored (and a fused `epilogue`'s tiles). With `whole_k`,
-    only a chunk of the whole of K.
+    Besides the accumulator a core holds the tile that travels (its own, loaded once a step, and two passed on by
+    its neighbour) and two of the one that stays (this step's and the prefetched next): left pieces travel in the
+    column ring and right chunks of a band in the row ring. And two output pieces being stored (and a fused
+    `epilogue`'s tiles); the row ring also the row of output pieces it assembles (a fused epilogue's rows of
+    operands and results). With `whole_k`, only a chunk of the whole of K.
     """
     stick_elems = cost.stick // itemsize
     piece = rows // cost.cores
-    extra = epilogue(piece, cols) if epilogue is not None else 0
+    extra = epilogue.tiles(piece, cols) if epilogue is not None else 0
     if extra is None:
         return None
+    if row_ring:
+        row_bytes = epilogue.row_bytes if epilogue is not None else cols * cost.cores * itemsize
+        extra += cost.stick_bytes(piece * row_bytes)
     chunks = [k] if whole_k else [c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0]
     for chunk in chunks:
-        tile = MatmulTile(piece, cols, chunk, 4, itemsize)
+        tile = MatmulTile(piece, cols, chunk, 2 if row_ring else 3, itemsize)
         if not tile.whole_sticks(cost.stick):
             continue
+        rotating = cost.stick_bytes(chunk * cols * itemsize) if row_ring else 0
         footprint = rows * cols * ACCUMULATOR_BYTES + tile.footprint(cost.stick) - piece * cols * ACCUMULATOR_BYTES
-        if footprint + cost.stick_bytes(piece * cols * itemsize) + extra <= cost.scratchpad:
+        if footprint + rotating + cost.stick_bytes(piece * cols * itemsize) + extra <= cost.scratchpad:
             return tile
     return None
 
 
-def _ring(
+def _rings(
     name: str,
-    m: int,
-    n: int,
-    k: int,
+    shape: tuple[int, int, int],
     minimum: int,
     itemsize: int,
     cost: CostModel,
     epilogue: EpilogueRoom | None,
     b_along_k: bool = False,
-) -> MatmulDivision | None:
-    """The ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less re-reading).
-
-    Its right operand is read as [core, K-chunk, ...] blocks: a relayout of B (read and written once) before the
-    launch, priced in, unless B is stored along K (the layout pass keeps it) and one chunk holds the whole of K,
-    when B's rows are those blocks as stored. Stored along K, the whole-K tiling is weighed against the chunked one
-    with its relayout."""
+) -> list[MatmulDivision]:
+    """Each ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less
+    re-reading), in K-chunks and, when B is stored along K (the layout pass keeps it), with K whole: then each
+    core's band of B is a run of its stored rows and A's pieces are its rows as stored (`relays` prices the rest)."""
+    _, n, k = shape
     if n % cost.cores:
-        return None
+        return []
     cols = n // cost.cores
-
-    def fewest_blocks(whole_k: bool) -> MatmulDivision | None:
-        tile_of = lambda rows: ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k)  # noqa: E731
-        return _ring_blocks(name, (m, n, k), minimum, itemsize, cost, tile_of)
-
-    chunked = fewest_blocks(whole_k=False)
-    if chunked is not None:
-        chunked = replace(chunked, estimate=chunked.estimate + cost.memory(2 * k * n * itemsize))
-    if not b_along_k:
-        return chunked
-    whole = fewest_blocks(whole_k=True)
-    return min((d for d in (chunked, whole) if d is not None), key=lambda d: d.estimate, default=None)
+    found = []
+    for row_ring in (False, True):
+        for whole_k in (False, True) if b_along_k else (False,):
+            tile_of = lambda rows: ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k, row_ring)  # noqa: B023, E731
+            division = _ring_blocks(name, shape, minimum, itemsize, cost, tile_of, row_ring)
+            found += [division] if division is not None else []
+    return found
 
 
 def _ring_blocks(
@@ -209,6 +226,7 @@ def _ring_blocks(
     itemsize: int,
     cost: CostModel,
     tile_of: Callable[[int], MatmulTile | None],
+    row_ring: bool,
 ) -> MatmulDivision | None:
     """The ring division with the fewest row blocks whose tile (`tile_of` a block's rows) fits."""
     (m, n, k), cores = shape, cost.cores
@@ -220,13 +238,18 @@ def _ring_blocks(
             continue
         traffic = (m * k + blocks * k * n + m * n) * itemsize
         steps = blocks * (k // tile.k)
-        piece_bytes = tile.m * tile.k * itemsize
+        rotated = (tile.k * tile.n if row_ring else tile.m * tile.k) * itemsize
         # each of the 32 rounds of a step waits for its piece to arrive and for the previous piece's compute
-        rounds = steps * cores * max(cost.matmul(tile.m * tile.n * tile.k), cost.ring(piece_bytes))
-        # after each block every core stores its 32 output pieces one DMA after another, all cores at once
-        stores = blocks * cores * cost.dma(tile.m * tile.n * itemsize, concurrent=cores)
+        rounds = steps * cores * max(cost.matmul(tile.m * tile.n * tile.k), cost.ring(rotated))
+        if row_ring:
+            # after each block every core copies its 32 output pieces into its rows and stores them in one DMA
+            row = tile.m * n * itemsize
+            stores = blocks * (cores * cost.vector(tile.m * tile.n) + cost.dma(row, concurrent=cores))
+        else:
+            # after each block every core stores its 32 output pieces one DMA after another, all cores at once
+            stores = blocks * cores * cost.dma(tile.m * tile.n * itemsize, concurrent=cores)
         estimate = max(rounds, cost.memory(traffic, mixed=False)) + stores
-        return MatmulDivision(name, "ring", blocks, cores, tile, estimate, traffic)
+        return MatmulDivision(name, "row_ring" if row_ring else "ring", blocks, cores, tile, estimate, traffic)
     return None
 
 

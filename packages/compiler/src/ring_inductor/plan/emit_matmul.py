@@ -1,9 +1,10 @@
-"""Emission of one [M, K] x [K, N] matmul by its work division: the ring scheme or a grid of output blocks.
+"""Emission of one [M, K] x [K, N] matmul by its work division: a ring scheme or a grid of output blocks.
 
 Operands are stored blocked so that every DMA reads one contiguous chunk: the left operand as [core or row tile,
 K-chunk, rows, k], the right one as [column block, K-chunk, k, columns], or, when the layout pass keeps it along
 K (its transpose stored row-major: a linear layer's weight), as [column block, K-chunk, columns, k] multiplied by
-`linear`: blocks of whole rows, no restickify. The packers and `views` give those layouts as strided views of the
+`linear`: blocks of whole rows, no restickify. The row ring stores the output in rows as the host holds it; the
+other divisions store it in tiles. The packers and `views` give those layouts as strided views of the
 host-order tensors, for the caller to make contiguous as it can. A left operand
 split by the mandatory pass is one buffer per part. Accumulation is in fp32 tiles (`mm`, then `addmm` per
 K-chunk; along K, `linear` with the accumulator as its bias), cast once to fp16.
@@ -11,7 +12,7 @@ K-chunk; along K, `linear` with the accumulator as its bias), cast once to fp16.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -25,7 +26,8 @@ from .graph import Graph, Op
 @dataclass(frozen=True)
 class TileGrid:
     """How a division stores its output: [tm, tn] tiles, one contiguous tile each, in row-tile-major order (grid)
-    or column-tile-major (ring: each core's band of columns)."""
+    or column-tile-major (column ring: each core's band of columns); `banded`, the tiles of a row tile are copied
+    into that whole band of rows and it is stored once, after its last tile (row ring: the output's own rows)."""
 
     tm: int
     tn: int
@@ -34,12 +36,22 @@ class TileGrid:
     cols_first: bool
     #: output tiles the division's footprint leaves for rounding and storing (two: one stores while one fills)
     out_slots: int
+    banded: bool = False
 
     def index(self, row_tile: int, col_tile: int) -> int:
         """The tile's place among the output's tiles in device memory."""
         if self.cols_first:
             return col_tile * self.row_tiles + row_tile
         return row_tile * self.col_tiles + col_tile
+
+    def assemble(self, tile: str, band: str, col_tile: int) -> dict[str, Any]:
+        """Copy a finished tile into its columns of the row band."""
+        start = col_tile * self.tn
+        return compute("slice_scatter", [band, tile], band, dim=1, start=start, end=start + self.tn)
+
+    def last(self, col_tile: int) -> bool:
+        """Whether this tile completes its row band (banded: the band is stored after it)."""
+        return col_tile == self.col_tiles - 1
 
 
 class TileEpilogue(Protocol):
@@ -74,12 +86,19 @@ class Unary:
         self.grid = grid
         for slot in range(grid.out_slots):
             tiles.add(f"o{slot}", self.dtype, [grid.tm, grid.tn])
+        if grid.banded:
+            tiles.add("rows", self.dtype, [grid.tm, grid.tn * grid.col_tiles])
 
     def code(self, row_tile: int, col_tile: int, acc: str) -> list[dict[str, Any]]:
         out, grid = f"o{self.turn % self.grid.out_slots}", self.grid
         self.turn += 1
         code = [compute("cast", [acc], out), *(compute(fn, [out], out) for fn in self.fns)]
-        return [*code, dma_out(out, self.out, grid.index(row_tile, col_tile) * grid.tm * grid.tn * self.itemsize)]
+        if not grid.banded:
+            return [*code, dma_out(out, self.out, grid.index(row_tile, col_tile) * grid.tm * grid.tn * self.itemsize)]
+        code.append(grid.assemble(out, "rows", col_tile))
+        if grid.last(col_tile):
+            code.append(dma_out("rows", self.out, grid.index(row_tile, 0) * grid.tm * grid.tn * self.itemsize))
+        return code
 
 
 class _Job(NamedTuple):
@@ -120,7 +139,7 @@ def emit_matmul(
     if unary:
         epilogue = Unary(tuple(epilogue), out.name, out.dtype, torch.empty(0, dtype=getattr(torch, out.dtype)).itemsize)
     job = _Job(m, n, k_total, division, parts, dtype, cores, *names[:2], epilogue, b_along_k)
-    programs, a_pack, b_pack, c_read = (_ring if division.scheme == "ring" else _grid)(job)
+    programs, a_pack, b_pack, c_read = {"ring": _ring, "row_ring": _row_ring, "grid": _grid}[division.scheme](job)
     part_rows = m // parts
     buffers: dict[str, Any] = {
         f"{left.name}.{p}": {"dtype": dtype, "shape": [part_rows * k_total]} for p in range(parts)
@@ -163,7 +182,7 @@ def _right_tile(job: _Job, k: int, cols: int) -> list[int]:
 
 
 def _ring(job: _Job):
-    m, _, k_total, division, parts, dtype, cores, a, b, epilogue, along_k = job
+    m, _, k_total, division, parts, dtype, cores, a, b, epilogue, _ = job
     tile = division.tile
     blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
     chunks, per_part = k_total // tile.k, blocks // parts
@@ -175,46 +194,32 @@ def _ring(job: _Job):
         tiles = Tiles()
         acc = [tiles.add(f"acc{p}", "float32", [piece, cols]) for p in range(cores)]
         rotating = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
-        own = [tiles.add(f"own{s}", dtype, [piece, k]) for s in range(2)]
-        rhs = []
-        for s in range(2):
-            rhs.append(tiles.add(f"b{s}", dtype, [lead, inner]))
-            tiles.add(f"b{s}.0", dtype, [lead // 2, inner], tiles.specs[rhs[-1]]["offset"])
-            tiles.add(
-                f"b{s}.1", dtype, [lead // 2, inner], tiles.specs[rhs[-1]]["offset"] + lead // 2 * inner * itemsize
-            )
+        own = tiles.add("own", dtype, [piece, k])
+        rhs = [_right_halves(tiles, f"b{s}", job, k, cols, itemsize) for s in range(2)]
         epilogue.place(tiles, TileGrid(piece, cols, m // piece, cores, cols_first=True, out_slots=2))
 
-        def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
+        def loads(index: int, core: int = core, own: str = own) -> list[dict[str, Any]]:
             """The DMAs of step `index`: this core's own piece, then the two halves of its right-operand chunk."""
             block, chunk = steps[index]
             part, local = divmod(block, per_part)
             right = ((core * chunks + chunk) * k * cols) * itemsize
             half = lead // 2 * inner * itemsize
             return [
-                dma_in(f"{a}.{part}", _piece_offset(core, local, chunk, job) * piece * k * itemsize, own[index % 2]),
+                dma_in(f"{a}.{part}", _piece_offset(core, local, chunk, job) * piece * k * itemsize, own),
                 dma_in(b, right, f"b{index % 2}.0"),
                 dma_in(b, right + half, f"b{index % 2}.1"),
             ]
 
-        code: list[dict[str, Any]] = loads(0)
-        # the next step's DMAs are spread over the rounds, so each finds its DMA engine free and never stalls issue
-        prefetch_rounds = {0: 0, 1: cores // 3, 2: 2 * cores // 3}
-        for index, (block, chunk) in enumerate(steps):
-            right, slot = rhs[index % 2], own[index % 2]
-            upcoming = loads(index + 1) if index + 1 < len(steps) else []
-            for step in range(cores):
-                owner = (core - step) % cores
-                if step < cores - 1:
-                    code.append(send((core + 1) % cores, slot))
-                code.append(_accumulate(job, chunk, slot, right, acc[owner]))
-                code += [upcoming[i] for i, at in prefetch_rounds.items() if at == step and i < len(upcoming)]
-                if step < cores - 1:
-                    slot = rotating[step % 2]
-                    code.append(recv((core - 1) % cores, slot))
-            if chunk == chunks - 1:
-                for p in range(cores):
-                    code += epilogue.code(block * cores + p, core, acc[p])
+        def accumulate(index: int, owner: int, slot: str, acc: list[str] = acc, rhs: list[str] = rhs) -> dict:
+            return _accumulate(job, steps[index][1], slot, rhs[index % 2], acc[owner])
+
+        def finish(index: int, core: int = core, acc: list[str] = acc) -> list[dict[str, Any]]:
+            block, chunk = steps[index]
+            if chunk < chunks - 1:
+                return []
+            return [i for p in range(cores) for i in epilogue.code(block * cores + p, core, acc[p])]
+
+        code = _rounds(core, cores, len(steps), loads, own, rotating, accumulate, finish)
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
@@ -222,15 +227,122 @@ def _ring(job: _Job):
             return t.reshape(per_part, cores, piece, k)
         return t.reshape(per_part, cores, piece, chunks, k).permute(1, 0, 3, 2, 4)
 
-    def pack_b(t: torch.Tensor) -> torch.Tensor:
-        if along_k:
-            return t.reshape(cores, cols, chunks, k).permute(0, 2, 1, 3)
-        return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3)
-
     def read_c(buffer: torch.Tensor) -> torch.Tensor:
         return buffer.view(cores, m, cols).permute(1, 0, 2)
 
-    return programs, pack_a, pack_b, read_c
+    return programs, pack_a, _band_packer(job, chunks, k, cols), read_c
+
+
+def _rounds(
+    core: int,
+    cores: int,
+    steps: int,
+    loads: Callable[[int], list[dict[str, Any]]],
+    travelling: str,
+    rotating: list[str],
+    accumulate: Callable[[int, int, str], dict[str, Any]],
+    finish: Callable[[int], list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """One core's instructions in either ring: each step is 32 rounds. In round r the tile that travels (the core's
+    own at round 0, loaded by `loads`; then the one the previous core passed on) goes on to the next core while
+    this core accumulates it into the accumulator of the core it came from, r cores back. The next step's DMAs are
+    spread over the rounds from round 1 (its own tile is free once round 0 has sent it), so each finds its DMA
+    engine free and never stalls issue; `finish` ends a step (a block's last step stores its outputs)."""
+    code = loads(0)
+    prefetch_rounds = {0: 1, 1: cores // 3, 2: 2 * cores // 3}
+    for index in range(steps):
+        slot = travelling
+        upcoming = loads(index + 1) if index + 1 < steps else []
+        for step in range(cores):
+            if step < cores - 1:
+                code.append(send((core + 1) % cores, slot))
+            code.append(accumulate(index, (core - step) % cores, slot))
+            code += [upcoming[i] for i, at in prefetch_rounds.items() if at == step and i < len(upcoming)]
+            if step < cores - 1:
+                slot = rotating[step % 2]
+                code.append(recv((core - 1) % cores, slot))
+        code += finish(index)
+    return code
+
+
+def _band_packer(job: _Job, chunks: int, k: int, cols: int):
+    """Either ring's right operand as [core, K-chunk, ...] blocks of each core's band of columns."""
+    cores = job.cores
+
+    def pack_b(t: torch.Tensor) -> torch.Tensor:
+        if job.b_along_k:
+            return t.reshape(cores, cols, chunks, k).permute(0, 2, 1, 3)
+        return t.reshape(chunks, k, cores, cols).permute(2, 0, 1, 3)
+
+    return pack_b
+
+
+def _right_halves(tiles: Tiles, name: str, job: _Job, k: int, cols: int, itemsize: int) -> str:
+    """A right-operand chunk tile and its two halves (two DMAs, each half the chunk's rows)."""
+    lead, inner = _right_tile(job, k, cols)
+    whole = tiles.add(name, job.dtype, [lead, inner])
+    offset = tiles.specs[whole]["offset"]
+    tiles.add(f"{name}.0", job.dtype, [lead // 2, inner], offset)
+    tiles.add(f"{name}.1", job.dtype, [lead // 2, inner], offset + lead // 2 * inner * itemsize)
+    return whole
+
+
+def _row_ring(job: _Job):
+    """Each core keeps its piece of a block's rows of A (and of the output, over every column band); the chunks of
+    B's column bands rotate round the ring, so after a block each core holds whole rows of the output and stores
+    them with one DMA where the host reads them. A core's pieces of successive blocks are successive rows, so its
+    DMAs stay within 1/32 of A and of the output."""
+    m, n, k_total, division, parts, dtype, cores, a, b, epilogue, _ = job
+    tile = division.tile
+    blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
+    chunks, per_part = k_total // tile.k, blocks // parts
+    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+    steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
+    lead, inner = _right_tile(job, k, cols)
+    programs = []
+    for core in range(cores):
+        tiles = Tiles()
+        acc = [tiles.add(f"acc{band}", "float32", [piece, cols]) for band in range(cores)]
+        own = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
+        mine = _right_halves(tiles, "b", job, k, cols, itemsize)
+        rotating = [tiles.add(f"r{s}", dtype, [lead, inner]) for s in range(2)]
+        grid = TileGrid(piece, cols, m // piece, cores, cols_first=False, out_slots=2, banded=True)
+        epilogue.place(tiles, grid)
+
+        def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
+            """The DMAs of step `index`: this core's piece of A, then the two halves of its band's chunk of B."""
+            block, chunk = steps[index]
+            part, local = divmod(block, per_part)
+            right = ((core * chunks + chunk) * k * cols) * itemsize
+            half = lead // 2 * inner * itemsize
+            left = ((core * per_part + local) * chunks + chunk) * piece * k * itemsize
+            return [
+                dma_in(f"{a}.{part}", left, own[index % 2]),
+                dma_in(b, right, "b.0"),
+                dma_in(b, right + half, "b.1"),
+            ]
+
+        def accumulate(index: int, band: int, slot: str, acc: list[str] = acc, own: list[str] = own) -> dict:
+            return _accumulate(job, steps[index][1], own[index % 2], slot, acc[band])
+
+        def finish(index: int, core: int = core, acc: list[str] = acc) -> list[dict[str, Any]]:
+            block, chunk = steps[index]
+            if chunk < chunks - 1:
+                return []
+            part, local = divmod(block, per_part)
+            row_tile = (part * cores + core) * per_part + local
+            return [i for band in range(cores) for i in epilogue.code(row_tile, band, acc[band])]
+
+        code = _rounds(core, cores, len(steps), loads, mine, rotating, accumulate, finish)
+        programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
+
+    def pack_a(t: torch.Tensor) -> torch.Tensor:
+        return t.reshape(per_part * cores, piece, chunks, k).permute(0, 2, 1, 3)
+
+    def read_c(buffer: torch.Tensor) -> torch.Tensor:
+        return buffer.view(m, n)
+
+    return programs, pack_a, _band_packer(job, chunks, k, cols), read_c
 
 
 def _grid(job: _Job):

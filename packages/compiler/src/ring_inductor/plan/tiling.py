@@ -11,8 +11,16 @@ from dataclasses import dataclass
 
 from .graph import DTYPE_BYTES
 
-#: bytes of the tiles a fused epilogue adds to an m x n output tile (None: that tile cannot carry it)
-EpilogueRoom = Callable[[int, int], int | None]
+
+@dataclass(frozen=True, slots=True)
+class EpilogueRoom:
+    """What a fused epilogue adds to a matmul's working set."""
+
+    #: bytes of the tiles it adds to an m x n output tile (None: that tile cannot carry it)
+    tiles: Callable[[int, int], int | None]
+    #: bytes per output row of the whole rows it loads and stores (the row ring assembles a core's rows so)
+    row_bytes: int
+
 
 ACCUMULATOR_BYTES = DTYPE_BYTES["float32"]
 
@@ -79,7 +87,7 @@ def matmul_tile(
     best: MatmulTile | None = None
     for tm in _divisors(m, stick_elems):
         for tn in _divisors(n, stick_elems):
-            extra = epilogue(tm, tn) if epilogue is not None else 0
+            extra = epilogue.tiles(tm, tn) if epilogue is not None else 0
             if extra is None:
                 continue
             for k in ks:

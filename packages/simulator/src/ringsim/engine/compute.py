@@ -41,7 +41,9 @@ VECTOR_PASSES: Mapping[str, int] = {
     "var_mean": 2,
 }
 #: Functions that only move data: no floating-point operations.
-DATA_MOVEMENT_FNS = frozenset({"copy", "cast", "clone", "t", "transpose", "permute", "cat", "stack", "index_select"})
+DATA_MOVEMENT_FNS = frozenset(
+    {"copy", "cast", "clone", "t", "transpose", "permute", "cat", "stack", "index_select", "slice", "slice_scatter"}
+)
 
 
 def _copy(source: torch.Tensor) -> torch.Tensor:
@@ -243,6 +245,10 @@ def work_of(name: str, inputs: Sequence[torch.Size], outputs: Sequence[torch.Siz
         macs = out_elements * depth
         return ComputeWork(vector_elements=0, reduced_elements=0, macs=macs, flops=2 * macs)
     elements = max([out_elements, *(math.prod(shape) for shape in inputs)])
+    if base == "slice":  # reads only the slice it returns
+        elements = out_elements
+    elif base == "slice_scatter":  # writes only its src into its input tile; the rest is not touched
+        elements = math.prod(inputs[1])
     if base in REDUCTION_FNS:
         return ComputeWork(vector_elements=0, reduced_elements=elements, macs=0, flops=elements)
     passes = VECTOR_PASSES.get(base, 1)
