@@ -171,7 +171,8 @@ def test_the_row_ring_carries_its_consumers_and_reads_and_writes_whole_rows_as_s
     (dumped,) = [json.loads(f.read_text()) for f in tmp_path.glob("ring_addmm_*.decisions.json")]
     assert dumped["fusion"]["division"]["scheme"] == "row_ring", dumped["fusion"]
     full = {op["name"]: op for op in dumped["operands"] if op["sizes"] == [8 * M, N]}
-    assert len(full) == 2 and all(op["strides"] == [N, 1] for op in full.values()), dumped["operands"]
+    assert len(full) == 2, dumped["operands"]
+    assert all(op["strides"] == [N, 1] for op in full.values()), dumped["operands"]
 
 
 def test_a_row_operand_of_the_consumers_is_read_piece_by_piece() -> None:

@@ -181,14 +181,42 @@ def _right_tile(job: _Job, k: int, cols: int) -> list[int]:
     return [cols, k] if job.b_along_k else [k, cols]
 
 
-def _ring(job: _Job):
-    m, _, k_total, division, parts, dtype, cores, a, b, epilogue, _ = job
-    tile = division.tile
-    blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
-    chunks, per_part = k_total // tile.k, blocks // parts
-    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
+class _RingShape(NamedTuple):
+    """Either ring's figures: row blocks, a piece's rows, the K-chunk, a band's columns, chunks and blocks per part of
+    A, the element size, the (block, chunk) steps and a right chunk's tile shape."""
+
+    blocks: int
+    piece: int
+    k: int
+    cols: int
+    chunks: int
+    per_part: int
+    itemsize: int
+    steps: list[tuple[int, int]]
+    lead: int
+    inner: int
+
+
+def _ring_shape(job: _Job) -> _RingShape:
+    tile, blocks = job.division.tile, job.division.m_parts
+    chunks = job.k_total // tile.k
+    itemsize = torch.empty(0, dtype=getattr(torch, job.dtype)).element_size()
     steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
-    lead, inner = _right_tile(job, k, cols)
+    return _RingShape(blocks, tile.m, tile.k, tile.n, chunks, blocks // job.parts, itemsize, steps,
+                      *_right_tile(job, tile.k, tile.n))  # fmt: skip
+
+
+def _band_chunk(job: _Job, shape: _RingShape, core: int, chunk: int, tile: str) -> list[dict[str, Any]]:
+    """The two DMAs (one per half, into `tile`.0 and `tile`.1) of K-chunk `chunk` of this core's band of B."""
+    start = (core * shape.chunks + chunk) * shape.k * shape.cols * shape.itemsize
+    half = shape.lead // 2 * shape.inner * shape.itemsize
+    return [dma_in(job.b, start, f"{tile}.0"), dma_in(job.b, start + half, f"{tile}.1")]
+
+
+def _ring(job: _Job):
+    m, cores, a, epilogue, dtype = job.m, job.cores, job.a, job.epilogue, job.dtype
+    shape = _ring_shape(job)
+    _, piece, k, cols, chunks, per_part, itemsize, steps, _, _ = shape
     programs = []
     for core in range(cores):
         tiles = Tiles()
@@ -202,13 +230,8 @@ def _ring(job: _Job):
             """The DMAs of step `index`: this core's own piece, then the two halves of its right-operand chunk."""
             block, chunk = steps[index]
             part, local = divmod(block, per_part)
-            right = ((core * chunks + chunk) * k * cols) * itemsize
-            half = lead // 2 * inner * itemsize
-            return [
-                dma_in(f"{a}.{part}", _piece_offset(core, local, chunk, job) * piece * k * itemsize, own),
-                dma_in(b, right, f"b{index % 2}.0"),
-                dma_in(b, right + half, f"b{index % 2}.1"),
-            ]
+            left = _piece_offset(core, local, chunk, job) * piece * k * itemsize
+            return [dma_in(f"{a}.{part}", left, own), *_band_chunk(job, shape, core, chunk, f"b{index % 2}")]
 
         def accumulate(index: int, owner: int, slot: str, acc: list[str] = acc, rhs: list[str] = rhs) -> dict:
             return _accumulate(job, steps[index][1], slot, rhs[index % 2], acc[owner])
@@ -292,13 +315,9 @@ def _row_ring(job: _Job):
     B's column bands rotate round the ring, so after a block each core holds whole rows of the output and stores
     them with one DMA where the host reads them. A core's pieces of successive blocks are successive rows, so its
     DMAs stay within 1/32 of A and of the output."""
-    m, n, k_total, division, parts, dtype, cores, a, b, epilogue, _ = job
-    tile = division.tile
-    blocks, piece, k, cols = division.m_parts, tile.m, tile.k, tile.n
-    chunks, per_part = k_total // tile.k, blocks // parts
-    itemsize = torch.empty(0, dtype=getattr(torch, dtype)).element_size()
-    steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
-    lead, inner = _right_tile(job, k, cols)
+    m, n, cores, a, epilogue, dtype = job.m, job.n, job.cores, job.a, job.epilogue, job.dtype
+    shape = _ring_shape(job)
+    _, piece, k, cols, chunks, per_part, itemsize, steps, lead, inner = shape
     programs = []
     for core in range(cores):
         tiles = Tiles()
@@ -313,14 +332,8 @@ def _row_ring(job: _Job):
             """The DMAs of step `index`: this core's piece of A, then the two halves of its band's chunk of B."""
             block, chunk = steps[index]
             part, local = divmod(block, per_part)
-            right = ((core * chunks + chunk) * k * cols) * itemsize
-            half = lead // 2 * inner * itemsize
             left = ((core * per_part + local) * chunks + chunk) * piece * k * itemsize
-            return [
-                dma_in(f"{a}.{part}", left, own[index % 2]),
-                dma_in(b, right, "b.0"),
-                dma_in(b, right + half, "b.1"),
-            ]
+            return [dma_in(f"{a}.{part}", left, own[index % 2]), *_band_chunk(job, shape, core, chunk, "b")]
 
         def accumulate(index: int, band: int, slot: str, acc: list[str] = acc, own: list[str] = own) -> dict:
             return _accumulate(job, steps[index][1], own[index % 2], slot, acc[band])
