@@ -3,7 +3,8 @@
 The generated wrapper module defines one `RingKernel` per kernel and calls it with the Inductor buffers it reads
 and writes. Each operand is bound through the strided view its index describes; a view that is not contiguous
 and stick-aligned is first made so by a relayout program (`relayout`), and a strided store is written back after
-by one.
+by one. A kernel that only copies a strided view into a contiguous output (Inductor's `clone` of a permuted view
+before a reshape) is that relayout alone, written straight into the output: one copy, not two.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class RingKernel:
         self.program = program
         self.name: str = program["name"]
         self.bindings = tuple(bindings)
+        self.copies = _copies(program, self.bindings)
         digest = hashlib.sha256(json.dumps(program, sort_keys=True).encode()).hexdigest()
         self.key = ("ring_inductor", self.name, digest)
 
@@ -51,6 +53,8 @@ class RingKernel:
         return cls(json.loads(program), [Binding(*b) for b in bindings])
 
     def __call__(self, *arguments: torch.Tensor) -> None:
+        if self.copies is not None and self._relay(*arguments):
+            return
         buffers: dict[str, torch.Tensor] = {}
         copies: list[tuple[torch.Tensor, torch.Tensor, list[int]]] = []
         for b in self.bindings:
@@ -71,6 +75,43 @@ class RingKernel:
         launch(self.program, buffers, key=self.key)
         for target, result, flips in copies:
             relayout.store(target, result.flip(flips) if flips else result)
+
+    def _relay(self, *arguments: torch.Tensor) -> bool:
+        """Run a copying kernel as the relayout of its source view into its output, when the source needs one and
+        the output is contiguous; False leaves the kernel to run."""
+        source, target = self.copies
+        src, out = (
+            torch.as_strided(
+                arguments[b.argument], b.sizes, b.strides, arguments[b.argument].storage_offset() + b.offset
+            )
+            for b in (source, target)
+        )
+        if relayout.readable(src) or not relayout.readable(out):
+            return False
+        relayout.contiguous(src, into=out)
+        return True
+
+
+def _copies(program: dict[str, Any], bindings: Sequence[Binding]) -> tuple[Binding, Binding] | None:
+    """The (source, output) bindings of a program that only copies one buffer into another, each DMA out writing
+    what the DMA in before it read, at the same offset, into an output bound in order; else None."""
+    inputs = [b for b in bindings if not b.is_output]
+    outputs = [b for b in bindings if b.is_output]
+    if len(inputs) != 1 or len(outputs) != 1 or outputs[0].kind != "full" or inputs[0].kind not in ("full", "gather"):
+        return None
+    source, target = inputs[0], outputs[0]
+    if source.elements != target.elements or source.sizes != target.sizes:
+        return None
+    for core in program["cores"]:
+        code = core["instructions"]
+        if len(code) % 2:
+            return None
+        for load, store in zip(code[::2], code[1::2], strict=True):
+            if (load["op"], store["op"]) != ("dma_in", "dma_out") or load["tile"] != store["tile"]:
+                return None
+            if (load["buffer"], store["buffer"], load["offset"]) != (source.buffer, target.buffer, store["offset"]):
+                return None
+    return source, target
 
 
 def _positive_view(

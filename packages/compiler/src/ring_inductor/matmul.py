@@ -154,7 +154,7 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         tensors = (bias.reshape(n) if bias.numel() == n else bias.expand(m, n), *tensors[1:])
     shapes = tuple(tuple(t.shape) for t in tensors)
     right = tensors[-1]
-    along_k = sticks.reads_along_k(tuple(right.shape), tuple(right.stride()))
+    along_k = sticks.runs_along_k(tuple(right.shape), tuple(right.stride()))
     try:
         program = matmul_program(fn, shapes, dtype, along_k)
     except UnsupportedError:
@@ -165,8 +165,8 @@ def run_matmul(fn: str, *tensors: torch.Tensor) -> torch.Tensor:
         out = run_planned_mm(*tensors[-2:])
         return out.add_(tensors[0]) if fn == "addmm" else out
     named = dict(zip(("bias", "a", "b")[-len(tensors) :], tensors, strict=True))
-    if along_k:
-        named["b"] = right.transpose(-2, -1)  # the [.., n, k] rows B's transpose is stored as: a view, no copy
+    if along_k:  # the [.., n, k] rows B's transpose is stored as: a view, its runs copied together if not dense
+        named["b"] = right.transpose(-2, -1)
     out = torch.empty(program["buffers"]["out"]["shape"], dtype=dtype, device=tensors[-1].device)
     buffers = {n: runtime.host_view(relayout.stick_aligned(t)) for n, t in named.items()}
     buffers["out"] = runtime.host_view(out)

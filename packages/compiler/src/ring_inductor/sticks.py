@@ -42,6 +42,12 @@ def reads_along_k(sizes: Sequence[int], strides: Sequence[int]) -> bool:
     return config.layout_pass and stick_of(sizes, strides) == ALONG_K and sizes[-1] > 1 and sizes[-2] > 1
 
 
+def runs_along_k(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether B's transpose has contiguous rows, though not one dense block (attention's keys, a slice of a fused
+    qkv product): copying those runs together is cheaper than transposing B, and the copy is then read along K."""
+    return config.layout_pass and strides[-2] == 1 and sizes[-1] > 1 and sizes[-2] > 1
+
+
 def as_stored(access: Access) -> Access:
     """A right operand read along K as its storage holds it: the [n, k] rows of its [k, n] view, contiguous."""
     return Access("full", access.sizes[::-1], access.strides[::-1], access.offset)

@@ -116,14 +116,16 @@ def store(target: torch.Tensor, values: torch.Tensor) -> None:
            key=("ring_inductor", chosen.name))  # fmt: skip
 
 
-def contiguous(t: torch.Tensor) -> torch.Tensor:
-    """`t`'s values in a new contiguous, stick-aligned ring tensor: by the chosen relayout program, else by the
-    device's copy (which the simulator does not time)."""
+def contiguous(t: torch.Tensor, into: torch.Tensor | None = None) -> torch.Tensor:
+    """`t`'s values in a new contiguous, stick-aligned ring tensor (or `into`, one of its shape): by the chosen
+    relayout program, else by the device's copy (which the simulator does not time)."""
     layout = Relayout(normalized(tuple(t.shape), tuple(t.stride())), t.dtype)
     chosen = choose(layout) if _programmable(t) else None
     if chosen is None or chosen.program is None:
+        if into is not None:
+            return into.copy_(t)
         return t.contiguous() if not t.is_contiguous() else t.clone()
-    out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    out = torch.empty(t.shape, dtype=t.dtype, device=t.device) if into is None else into
     launch(chosen.program, {"src": _storage(t, layout), "out": runtime.host_view(out)},
            key=("ring_inductor", chosen.name))  # fmt: skip
     return out

@@ -1,9 +1,10 @@
 """The ring scheme: a large transpose cut into bands of source rows, exchanged both ways round the ring.
 
-Each core loads a band of source rows, permutes it on the scratchpad and keeps its own piece; the pieces of the 16
+Each core loads a band of source rows, permutes it on the scratchpad and keeps its own piece (source rows
+strided apart, a slice of a wider matrix, are loaded one DMA each); the pieces of the 16
 cores ahead go one way round the ring and those of the 15 behind the other, as bundles the cores pass on, each
-keeping the piece nearest to it. Every core then permutes its 32 pieces into whole output rows. Every DMA moves
-one contiguous band.
+keeping the piece nearest to it. Every core then permutes its 32 pieces into whole output rows and stores them,
+one contiguous band per DMA.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ def ring_program(layout: Relayout) -> list[dict[str, Any]]:
     band's pieces travel round the ring as bundles, ordered by the cores they meet: each core keeps the piece meant
     for it and forwards the rest, so a link carries each piece once per hop it still has to go."""
     starts, r, c, row_stride = _matrices(layout)
-    if row_stride != c:
-        raise NoFit("source rows are not contiguous")
     size, dtype = layout.itemsize, dtype_name(layout.dtype)
+    if row_stride != c:  # rows of a wider matrix (a slice of a fused product): one DMA per source row
+        _on_sticks("a source row", c, size)
     if r * c * size <= RING_MIN_BYTES:
         raise NoFit(f"a matrix of {r * c * size} bytes is transposed faster by one core")
     rows = _ring_band(r, c, size)
@@ -74,10 +75,15 @@ def ring_program(layout: Relayout) -> list[dict[str, Any]]:
         tiles.add("xt", dtype, [c, rows], band)
         result = tiles.add("yt", dtype, [cc, CORES * rows], band)  # reuses xt's bytes once the bundle is made
         lines = [tiles.add(f"yt{i}", dtype, [CORES * rows], band + i * CORES * rows * size) for i in range(cc)]
+        x_rows = [tiles.add(f"x{i}", dtype, [c], i * c * size) for i in range(rows)] if row_stride != c else []
         code: list[dict[str, Any]] = []
         for m, start in enumerate(starts):
             for first in range(0, r, CORES * rows):
-                code.append(dma_in("src", (start + (first + core * rows) * c) * size, x))
+                source = start + (first + core * rows) * row_stride
+                if x_rows:
+                    code += [dma_in("src", (source + i * row_stride) * size, row) for i, row in enumerate(x_rows)]
+                else:
+                    code.append(dma_in("src", source * size, x))
                 code.append(compute("permute", [x], "xt", dims=[1, 0]))
                 code += _exchange(tiles, core, dtype, cc, rows, band, piece)
                 code.append(compute("permute", ["z"], result, dims=[1, 0, 2]))
