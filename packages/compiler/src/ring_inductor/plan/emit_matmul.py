@@ -206,6 +206,12 @@ def _ring_shape(job: _Job) -> _RingShape:
                       *_right_tile(job, tile.k, tile.n))  # fmt: skip
 
 
+def _accumulators(cores: int, piece: int, cols: int) -> tuple[Tiles, list[str]]:
+    """A ring core's tile table, starting with its 32 fp32 accumulators (one per piece or band)."""
+    tiles = Tiles()
+    return tiles, [tiles.add(f"acc{i}", "float32", [piece, cols]) for i in range(cores)]
+
+
 def _band_chunk(job: _Job, shape: _RingShape, core: int, chunk: int, tile: str) -> list[dict[str, Any]]:
     """The two DMAs (one per half, into `tile`.0 and `tile`.1) of K-chunk `chunk` of this core's band of B."""
     start = (core * shape.chunks + chunk) * shape.k * shape.cols * shape.itemsize
@@ -219,8 +225,7 @@ def _ring(job: _Job):
     _, piece, k, cols, chunks, per_part, itemsize, steps, _, _ = shape
     programs = []
     for core in range(cores):
-        tiles = Tiles()
-        acc = [tiles.add(f"acc{p}", "float32", [piece, cols]) for p in range(cores)]
+        tiles, acc = _accumulators(cores, piece, cols)
         rotating = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
         own = tiles.add("own", dtype, [piece, k])
         rhs = [_right_halves(tiles, f"b{s}", job, k, cols, itemsize) for s in range(2)]
@@ -320,8 +325,7 @@ def _row_ring(job: _Job):
     _, piece, k, cols, chunks, per_part, itemsize, steps, lead, inner = shape
     programs = []
     for core in range(cores):
-        tiles = Tiles()
-        acc = [tiles.add(f"acc{band}", "float32", [piece, cols]) for band in range(cores)]
+        tiles, acc = _accumulators(cores, piece, cols)
         own = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
         mine = _right_halves(tiles, "b", job, k, cols, itemsize)
         rotating = [tiles.add(f"r{s}", dtype, [lead, inner]) for s in range(2)]
