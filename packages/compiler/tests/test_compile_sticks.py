@@ -32,6 +32,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, ...]
         lambda: (torch.randn(8, 128, 64), torch.randn(8, 96, 64)),
         64,
     ),
+    "bmm of keys sliced out of a fused kv product": (  # their runs are copied together, not transposed
+        lambda q, kv: q @ kv[..., :64].transpose(-2, -1),
+        lambda: (torch.randn(8, 128, 64), torch.randn(8, 96, 128)),
+        64,
+    ),
     "gelu(linear) fused": (
         lambda x, w, b: F.gelu(F.linear(x, w, b)),
         lambda: (torch.randn(256, 128), torch.randn(256, 128) / 11, torch.randn(256)),

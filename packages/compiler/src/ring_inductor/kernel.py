@@ -79,14 +79,10 @@ class RingKernel:
     def _relay(self, *arguments: torch.Tensor) -> bool:
         """Run a copying kernel as the relayout of its source view into its output, when the source needs one and
         the output is contiguous; False leaves the kernel to run."""
-        source, target = self.copies
-        src, out = (
-            torch.as_strided(
-                arguments[b.argument], b.sizes, b.strides, arguments[b.argument].storage_offset() + b.offset
-            )
-            for b in (source, target)
+        (src, src_flips), (out, out_flips) = (
+            _positive_view(arguments[b.argument], b.sizes, b.strides, b.offset) for b in self.copies
         )
-        if relayout.readable(src) or not relayout.readable(out):
+        if src_flips or out_flips or relayout.readable(src) or not relayout.readable(out):
             return False
         relayout.contiguous(src, into=out)
         return True

@@ -43,8 +43,9 @@ def reads_along_k(sizes: Sequence[int], strides: Sequence[int]) -> bool:
 
 
 def runs_along_k(sizes: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether B's transpose has contiguous rows, though not one dense block (attention's keys, a slice of a fused
-    qkv product): copying those runs together is cheaper than transposing B, and the copy is then read along K."""
+    """Whether B's transpose has contiguous rows, dense or not (attention's keys sliced out of a fused product): a
+    whole-B program reads them along K, copying the runs together first where they are not one dense block, which
+    is cheaper than transposing B."""
     return config.layout_pass and strides[-2] == 1 and sizes[-1] > 1 and sizes[-2] > 1
 
 

@@ -103,11 +103,9 @@ def matmul_candidates(
         found.append(_grid(op.name, m, n, k, m_parts, n_parts, tile, itemsize, cost))
     found += _rings(op.name, (m, n, k), minimum, itemsize, cost, epilogue, along_k)
     found = [replace(d, estimate=d.estimate + relays(d, (m, n, k), along_k, itemsize, cost)) for d in found]
-    # of each ring scheme, the cheaper of its chunked and whole-K tilings
-    cheapest = {}
-    for division in sorted(found, key=lambda d: d.estimate):
-        cheapest.setdefault(division.scheme if division.scheme != "grid" else id(division), division)
-    found = list(cheapest.values())
+    # every grid, and of each ring scheme the cheaper of its chunked and whole-K tilings
+    rings = ([d for d in found if d.scheme == scheme] for scheme in ("ring", "row_ring"))
+    found = [d for d in found if d.scheme == "grid"] + [min(r, key=lambda d: d.estimate) for r in rings if r]
     within = [d for d in found if core_span(d, m, n, k, itemsize, cost.cores) <= cost.span]
     return sorted(within, key=lambda division: division.estimate)
 

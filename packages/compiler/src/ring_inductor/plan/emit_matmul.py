@@ -182,10 +182,9 @@ def _right_tile(job: _Job, k: int, cols: int) -> list[int]:
 
 
 class _RingShape(NamedTuple):
-    """Either ring's figures: row blocks, a piece's rows, the K-chunk, a band's columns, chunks and blocks per part of
-    A, the element size, the (block, chunk) steps and a right chunk's tile shape."""
+    """Either ring's figures: a piece's rows, the K-chunk, a band's columns, chunks and blocks per part of A, the
+    element size, the (block, chunk) steps and a right chunk's tile shape."""
 
-    blocks: int
     piece: int
     k: int
     cols: int
@@ -202,7 +201,7 @@ def _ring_shape(job: _Job) -> _RingShape:
     chunks = job.k_total // tile.k
     itemsize = torch.empty(0, dtype=getattr(torch, job.dtype)).element_size()
     steps = [(block, chunk) for block in range(blocks) for chunk in range(chunks)]
-    return _RingShape(blocks, tile.m, tile.k, tile.n, chunks, blocks // job.parts, itemsize, steps,
+    return _RingShape(tile.m, tile.k, tile.n, chunks, blocks // job.parts, itemsize, steps,
                       *_right_tile(job, tile.k, tile.n))  # fmt: skip
 
 
@@ -222,7 +221,7 @@ def _band_chunk(job: _Job, shape: _RingShape, core: int, chunk: int, tile: str) 
 def _ring(job: _Job):
     m, cores, a, epilogue, dtype = job.m, job.cores, job.a, job.epilogue, job.dtype
     shape = _ring_shape(job)
-    _, piece, k, cols, chunks, per_part, itemsize, steps, _, _ = shape
+    piece, k, cols, chunks, per_part, itemsize, steps, _, _ = shape
     programs = []
     for core in range(cores):
         tiles, acc = _accumulators(cores, piece, cols)
@@ -322,7 +321,7 @@ def _row_ring(job: _Job):
     DMAs stay within 1/32 of A and of the output."""
     m, n, cores, a, epilogue, dtype = job.m, job.n, job.cores, job.a, job.epilogue, job.dtype
     shape = _ring_shape(job)
-    _, piece, k, cols, chunks, per_part, itemsize, steps, lead, inner = shape
+    piece, k, cols, chunks, per_part, itemsize, steps, lead, inner = shape
     programs = []
     for core in range(cores):
         tiles, acc = _accumulators(cores, piece, cols)
