@@ -4,6 +4,7 @@ records in the documented shape, and on real records of an upstream file run on 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -127,6 +128,32 @@ def test_cases_no_only_can_tell_apart_make_one_xfail_naming_their_causes() -> No
             "device run: mixed",
         )
     ]
+
+
+def test_parametrized_cells_that_end_apart_get_entries_scoped_by_their_arguments() -> None:
+    def cell(name: str, sparse: str, outcome: str = "passed", dtype: str = "float32", **why: str) -> DeviceCase:
+        made = case(name, outcome, (dtype,), category=why.get("category"), reason=why.get("reason", ""))
+        return dataclasses.replace(made, params=(("reduce", "sum"), ("sparse_grad", sparse)))
+
+    cases = [cell("a", "False"), cell("b", "True", "failed", **LACKS), cell("c", "False", dtype="float64")]
+    got = rebucket([RULES], cases, "toy")
+    mixed = "1 of 2 cases fail on toy in run r1: device lacks aten::cumsum"
+    passed = "passed on toy in run r1"
+    assert got == [
+        Decision(T, "xfail", mixed, "device run: mixed"),  # float32: no dtype entry can part its cells
+        Decision(T, "mandatory_success", passed, "device run: passed", "float64"),
+        Decision(
+            T, "mandatory_success", passed, "device run: passed", "float32",
+            params=(("reduce", "sum"), ("sparse_grad", "False")),
+        ),
+        Decision(
+            T, "xfail_strict", LACKS["reason"], "device run: unsupported_op", "float32",
+            params=(("reduce", "sum"), ("sparse_grad", "True")),
+        ),
+    ]  # fmt: skip
+    tests = yaml.safe_load(render("t.py", got, "toy"))["test_suite_config"]["files"][0]["tests"]
+    assert tests[2]["only"] == {"dtypes": ["float32"], "params": {"reduce": ["sum"], "sparse_grad": ["False"]}}
+    assert rebucket(got, cases, "toy") == got  # the entries decide each cell as it ended: nothing left to move
 
 
 def test_cells_of_a_two_dtype_test_are_scoped_by_their_exact_combination() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from testreuse.errors import ConfigError
 from testreuse.loader import load_plan
 from testreuse.model import Mode
 from testreuse.rules import Case, decide, excluded_shapes
@@ -117,3 +118,49 @@ def test_only_dtypes_combination_matches_one_cell(
     plan = load_plan([write(tmp_path / "c.yaml", PAIRS)], torch_root)
     (file_plan,) = plan.files.values()
     assert decide(plan, file_plan, Case("TestSmall", "test_pair", dtypes=dtypes)).mode == mode
+
+
+CELLS = """
+test_suite_config:
+  files:
+    - path: ${TORCH_ROOT}/test/test_small.py
+      tests:
+        - names: [TestSmall::test_cell]
+        - names: [TestSmall::test_cell]
+          only: {dtypes: [float32], params: {sparse_grad: [true], reduce: [sum, "mean"]}}
+          mode: xfail_strict
+          reason: sparse gradients are not supported
+        - names: [TestSmall::test_cell]
+          only: {params: {alpha: [0.5, null]}}
+          mode: skip
+          reason: alpha hangs
+"""
+
+
+@pytest.mark.parametrize(
+    ("dtype", "params", "mode"),
+    [
+        ("float32", (("reduce", "sum"), ("sparse_grad", "True")), Mode.xfail_strict),
+        ("float32", (("reduce", "mean"), ("sparse_grad", "True")), Mode.xfail_strict),
+        ("float32", (("reduce", "amax"), ("sparse_grad", "True")), Mode.mandatory_success),
+        ("float32", (("reduce", "sum"), ("sparse_grad", "False")), Mode.mandatory_success),
+        ("float32", (("sparse_grad", "True"),), Mode.mandatory_success),  # no `reduce` argument: not this cell
+        ("float64", (("reduce", "sum"), ("sparse_grad", "True")), Mode.mandatory_success),
+        ("float32", (("alpha", "0.5"),), Mode.skip),
+        ("float32", (("alpha", "None"),), Mode.skip),
+        ("float32", (("alpha", "1.5"),), Mode.mandatory_success),
+    ],
+)
+def test_only_params_matches_the_parametrized_cells_by_value_text(
+    write, tmp_path: Path, torch_root: Path, dtype: str, params: tuple[tuple[str, str], ...], mode: Mode
+) -> None:
+    plan = load_plan([write(tmp_path / "c.yaml", CELLS)], torch_root)
+    (file_plan,) = plan.files.values()
+    assert decide(plan, file_plan, Case("TestSmall", "test_cell", dtypes=(dtype,), params=params)).mode == mode
+
+
+@pytest.mark.parametrize("params", ["{}", "{sparse_grad: []}", "{sparse_grad: true}", "{'': [true]}"])
+def test_an_empty_or_malformed_params_scope_is_refused(write, tmp_path: Path, torch_root: Path, params: str) -> None:
+    text = CELLS.replace("{params: {alpha: [0.5, null]}}", f"{{params: {params}}}")
+    with pytest.raises(ConfigError, match="params"):
+        load_plan([write(tmp_path / "c.yaml", text)], torch_root)

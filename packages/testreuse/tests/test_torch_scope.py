@@ -125,7 +125,7 @@ def test_the_installed_torch_is_read_from_its_metadata() -> None:
         ("[2.14]", "Input should be a valid string"),
         ("{min: 2.14}", "Input should be a valid string"),
         ('"==2.13.0+cpu"', "'==2.13.0+cpu' has a local label: torch's version is compared without it"),
-        ("null", "an empty scope matches no case: give ops, dtypes, modules or torch"),
+        ("null", "an empty scope matches no case: give ops, dtypes, modules, params or torch"),
     ],
 )
 def test_a_bad_specifier_is_one_line_naming_file_and_field(write, tmp_path, torch_root, value, message) -> None:

@@ -13,7 +13,7 @@ from testreuse.capabilities import ResolvedCapabilities
 from torch.testing._internal import common_device_type as cdt
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_modules import module_db, modules
-from torch.testing._internal.common_utils import TestCase
+from torch.testing._internal.common_utils import TestCase, parametrize, subtest
 
 
 def test_set_test_configs_takes_the_three_knobs() -> None:
@@ -57,6 +57,13 @@ def test_param_kwargs_record_is_read_from_instantiated_tests() -> None:
         def test_plain(self, device):
             pass
 
+        @parametrize("reduce", ["sum", "mean"])
+        @parametrize("sparse_grad", [False, True])
+        @parametrize("fn", [subtest(torch.add, name="add"), object()])
+        @cdt.dtypes(torch.float32)
+        def test_cell(self, device, dtype, reduce, sparse_grad, fn):
+            pass
+
     scope = {"TestProbe": TestProbe}
     cdt.instantiate_device_type_tests(TestProbe, scope, only_for="cpu")
     cls = scope["TestProbeCPU"]
@@ -68,6 +75,13 @@ def test_param_kwargs_record_is_read_from_instantiated_tests() -> None:
     assert (module_case.module, module_case.dtypes) == ("nn.Linear", ("float64",))
     assert {p.generic_class for p in found.values()} == {"TestProbe"}
     assert found["test_plain_cpu"].generic_test == "test_plain"
+    assert found["test_plain_cpu"].params == ()
+    assert module_case.params in ((("training", "False"),), (("training", "True"),))
+    cells = {p.params for name, p in found.items() if name.startswith("test_cell")}
+    assert {p.generic_test for name, p in found.items() if name.startswith("test_cell")} == {"test_cell"}
+    assert (("fn", "add"), ("reduce", "mean"), ("sparse_grad", "True")) in cells
+    assert (("reduce", "sum"), ("sparse_grad", "False")) in cells  # an object's text is its address: left out
+    assert len(cells) == 8
 
 
 @pytest.mark.parametrize("before", [None, "cpu"])

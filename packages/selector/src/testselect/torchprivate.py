@@ -103,6 +103,10 @@ class CompiledOpRecorder:
         self._patch.__exit__(*exc)
 
 
+#: `param_kwargs` keys that are the case's device, OpInfo, dtypes and ModuleInfo, not other `@parametrize` arguments.
+_PARAMETRIZED_ELSEWHERE = ("device", "op", "dtype", "dtypes", "module_info")
+
+
 def case_params(item: Any) -> dict[str, Any]:
     """The OpInfo (full name), ModuleInfo and dtypes torch's parametrization handed a pytest item: the record torch
     keeps as the `param_kwargs` default of each instantiated test, so a case is known by what it runs, not by its
@@ -117,11 +121,24 @@ def case_params(item: Any) -> dict[str, Any]:
     raw = kwargs.get("dtypes", kwargs.get("dtype"))
     raw = raw if isinstance(raw, list | tuple) else [raw] if raw is not None else []
     module = kwargs.get("module_info")
+    texts = {k: _param_text(v) for k, v in kwargs.items() if k not in _PARAMETRIZED_ELSEWHERE}
     return {
         "opinfo": getattr(kwargs.get("op"), "full_name", None),
         "module": getattr(module, "name", None),
         "case_dtypes": [dtype_name(d) for d in raw if isinstance(d, torch.dtype)],
+        "case_params": {k: v for k, v in sorted(texts.items()) if v is not None},
     }
+
+
+def _param_text(value: Any) -> str | None:
+    """A `@parametrize` value as testreuse's `only.params` compares it: a scalar's text, a dtype's or a function's
+    name; None for another object (its text holds an address that differs between runs)."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return str(value)
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else None
 
 
 def privateuse1_name() -> str:

@@ -93,6 +93,9 @@ TorchSpecifier = Annotated[
     Field(description="PEP 440 specifier set on the running torch's public version, e.g. '>=2.14'."),
 ]
 CaseName = Annotated[str, AfterValidator(_case_name)]
+ParamValues = Annotated[
+    list[str | bool | int | float | None], Field(min_length=1, description="The values, any one of which matches.")
+]
 
 
 class Strict(BaseModel):
@@ -182,12 +185,18 @@ class Scope(Strict):
         "are exactly those, in that order (one cell of a test parametrized by two dtypes).",
     )
     modules: list[Annotated[str, Field(min_length=1)]] | None = Field(None, min_length=1)
+    params: dict[Annotated[str, Field(min_length=1)], ParamValues] | None = Field(
+        None,
+        min_length=1,
+        description="A case whose `@parametrize` arguments take one of the listed values each, compared as text "
+        "(`sparse_grad: [true]` matches True): one cell of a test parametrized beyond op, dtype and module.",
+    )
     torch: TorchSpecifier | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> Scope:
-        if self.ops is None and self.dtypes is None and self.modules is None and self.torch is None:
-            raise ValueError("an empty scope matches no case: give ops, dtypes, modules or torch")
+        if all(v is None for v in (self.ops, self.dtypes, self.modules, self.params, self.torch)):
+            raise ValueError("an empty scope matches no case: give ops, dtypes, modules, params or torch")
         return self
 
 

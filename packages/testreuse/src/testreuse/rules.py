@@ -14,13 +14,15 @@ from testreuse.model import EXACT_NAME, NONE_GIVEN, Edits, Mode, name_kind
 
 @dataclass(frozen=True)
 class Case:
-    """One concrete test as torch parametrized it: generic class and test, plus its op, dtypes and module."""
+    """One concrete test as torch parametrized it: generic class and test, plus its op, dtypes and module, and its
+    other `@parametrize` arguments as (name, value as text) pairs."""
 
     generic_class: str
     generic_test: str
     op: str | None = None
     dtypes: tuple[str, ...] = ()
     module: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -65,7 +67,14 @@ def _in_scope(placed: PlacedRule, case: Case) -> bool:
         return False
     if only.dtypes is not None and not any(_dtype_matches(item, case.dtypes) for item in only.dtypes):
         return False
+    if only.params is not None and not _params_match(only.params, dict(case.params)):
+        return False
     return only.modules is None or case.module in only.modules
+
+
+def _params_match(scope: dict[str, list[str | bool | int | float | None]], params: dict[str, str]) -> bool:
+    """`only.params`: each named argument takes one of its listed values, compared as text (YAML `true` is True)."""
+    return all(name in params and params[name] in {str(v) for v in values} for name, values in scope.items())
 
 
 def _dtype_matches(item: str | list[str], dtypes: tuple[str, ...]) -> bool:

@@ -65,6 +65,7 @@ class CaseRecord:
             "op": self.case.op,
             "dtypes": list(self.case.dtypes),
             "module": self.case.module,
+            "params": dict(self.case.params),
             "mode": self.decision.mode.value,
             "rule": str(self.decision.rule),
             "reason": self.decision.reason,
@@ -79,6 +80,13 @@ class CaseRecord:
         names += [f"dtype__{d}" for d in self.case.dtypes]
         names += [f"module__{self.case.module}"] if self.case.module else []
         return names + [f"label__{label}" for label in self.decision.labels] + list(self.settings.tags)
+
+
+def _property_text(value: Any) -> str:
+    """A fact as one JUnit property value: lists comma-joined, parameters as `name=value` pairs."""
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return ",".join(value) if isinstance(value, list) else str(value)
 
 
 class UpstreamModule(pytest.Module):
@@ -222,9 +230,7 @@ class TestreuseSession:
                 self._register_mark(name)
                 item.add_marker(name)
             item.user_properties.extend(
-                (f"testreuse_{k}", v if isinstance(v, str) else ",".join(v) if isinstance(v, list) else str(v))
-                for k, v in record.facts().items()
-                if v not in (None, [], "") and k != "nodeid"
+                (f"testreuse_{k}", _property_text(v)) for k, v in record.facts().items() if v and k != "nodeid"
             )
             mode = record.decision.mode
             if mode is Mode.skip:
@@ -249,7 +255,7 @@ class TestreuseSession:
         cls = getattr(item, "cls", None)
         params = torchbridge.case_params(cls, item.name) if cls is not None else torchbridge.CaseParams("", item.name)
         op_name = getattr(params.op, "full_name", None)
-        case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module)
+        case = Case(params.generic_class, params.generic_test, op_name, params.dtypes, params.module, params.params)
         shapes = tuple(excluded_shapes(file_plan, case))
         settings = run_settings(self.plan, matching_rules(file_plan, case), case)
         decision = decide(self.plan, file_plan, case)

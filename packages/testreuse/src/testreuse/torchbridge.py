@@ -284,6 +284,22 @@ class CaseParams:
     op: Any = None
     dtypes: tuple[str, ...] = ()
     module: str | None = None
+    params: tuple[tuple[str, str], ...] = ()
+
+
+#: `param_kwargs` keys that are the case's device, op, dtypes and module, not other `@parametrize` arguments.
+_PARAMETRIZED_ELSEWHERE = frozenset({"device", "op", "dtype", "dtypes", "module_info"})
+
+
+def _param_text(value: Any) -> str | None:
+    """A parametrized value as a config writes it: a scalar's text, a dtype's or function's name; None for any
+    other object, whose text (an address) would differ between runs."""
+    if value is None or isinstance(value, str | bool | int | float):
+        return str(value)
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else None
 
 
 def case_params(cls: type, method: str) -> CaseParams:
@@ -306,12 +322,14 @@ def case_params(cls: type, method: str) -> CaseParams:
     raw = kwargs.get("dtypes", kwargs.get("dtype"))
     raw_dtypes = raw if isinstance(raw, list | tuple) else [raw] if raw is not None else []
     dtypes = tuple(str(d).removeprefix("torch.") for d in raw_dtypes if isinstance(d, torch.dtype))
+    texts = {k: _param_text(v) for k, v in kwargs.items() if isinstance(k, str) and k not in _PARAMETRIZED_ELSEWHERE}
     return CaseParams(
         generic.__name__,
         test_name,
         op,
         dtypes,
         module_info.name if module_info is not None else None,
+        tuple(sorted((k, v) for k, v in texts.items() if v is not None)),
     )
 
 

@@ -256,6 +256,7 @@ def _fold(store: Store, out: Path, report: Report, timeout: float, finished: boo
                 entry.get("module"),
                 tuple(entry.get("case_dtypes", ())),
                 entry.get("raised", {}),
+                entry.get("case_params", {}),
             )
             evidence.record(store, case)
             report.observed[case.outcome] += 1

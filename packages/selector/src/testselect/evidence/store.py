@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS cases (
     recorder TEXT NOT NULL DEFAULT 'eager', -- eager / compiled: on CPU; device: what reached the recording device
     opinfo TEXT,                    -- the case's OpInfo full name (@ops tests), from torch's parametrization record
     module TEXT,                    -- the case's ModuleInfo name (@modules tests)
-    case_dtypes TEXT NOT NULL DEFAULT '[]'  -- JSON: the dtypes torch parametrized the case with
+    case_dtypes TEXT NOT NULL DEFAULT '[]',  -- JSON: the dtypes torch parametrized the case with
+    case_params TEXT NOT NULL DEFAULT '{}'  -- JSON: its other @parametrize arguments, name -> value as text
 );
 CREATE INDEX IF NOT EXISTS cases_test ON cases(test_node_id);
 CREATE TABLE IF NOT EXISTS case_ops (
@@ -60,6 +61,7 @@ class Case:
     module: str | None = None
     case_dtypes: tuple[str, ...] = ()
     raised: dict[str, list[str]] = field(default_factory=dict)  # the calls that raised, apart from `ops`
+    case_params: dict[str, str] = field(default_factory=dict)  # its other @parametrize arguments, values as text
 
 
 #: Columns added to `cases` after its first release: a store recorded before them gets them on first use.
@@ -68,6 +70,7 @@ _ADDED = {
     "opinfo": "TEXT",
     "module": "TEXT",
     "case_dtypes": "TEXT NOT NULL DEFAULT '[]'",
+    "case_params": "TEXT NOT NULL DEFAULT '{}'",
 }
 
 
@@ -85,7 +88,7 @@ def record(store: Store, case: Case) -> None:
     store.db.execute("DELETE FROM cases WHERE node_id = ?", (case.node_id,))
     case_id = store.db.execute(
         "INSERT INTO cases (node_id, test_node_id, content_hash, outcome, duration, recorder, opinfo, module, "
-        "case_dtypes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "case_dtypes, case_params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             case.node_id,
             case.test_node_id,
@@ -96,6 +99,7 @@ def record(store: Store, case: Case) -> None:
             case.opinfo,
             case.module,
             json.dumps(list(case.case_dtypes)),
+            json.dumps(case.case_params, sort_keys=True),
         ),
     ).lastrowid
     store.db.executemany("INSERT INTO case_ops VALUES (?, ?, ?)", [(case_id, o, n) for o, n in case.ops.items()])
@@ -152,8 +156,8 @@ def ops_of(store: Store, node_id: str) -> list[dict] | None:
 
 def tests_of(store: Store, op: str, dtype: str | None) -> list[dict]:
     """The cases that ran `op` (with a `dtype` argument, if given), by node id, with the call count and the case's
-    parametrization (OpInfo, ModuleInfo, dtypes)."""
-    columns = "c.node_id, c.test_node_id, c.outcome, o.count, c.opinfo, c.module, c.case_dtypes"
+    parametrization (OpInfo, ModuleInfo, dtypes, other arguments)."""
+    columns = "c.node_id, c.test_node_id, c.outcome, o.count, c.opinfo, c.module, c.case_dtypes, c.case_params"
     if dtype is None:
         sql = f"SELECT {columns} FROM case_ops o JOIN cases c ON c.id = o.case_id WHERE o.op = ? ORDER BY c.node_id"
         rows = store.db.execute(sql, (op,))
@@ -165,5 +169,6 @@ def tests_of(store: Store, op: str, dtype: str | None) -> list[dict]:
         rows = store.db.execute(sql, (op, dtype))
     return [
         {"node_id": n, "test": t, "outcome": o, "count": k, "opinfo": op_, "module": m, "dtypes": json.loads(d)}
-        for n, t, o, k, op_, m, d in rows
+        | {"params": json.loads(p)}
+        for n, t, o, k, op_, m, d, p in rows
     ]

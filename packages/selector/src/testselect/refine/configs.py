@@ -43,6 +43,8 @@ def _entries(path: str, text: str, where: Path) -> tuple[dict[str, list[Entry]],
         if not isinstance(test, dict):
             continue
         only = test.get("only") or {}
+        params = only.get("params") if isinstance(only.get("params"), dict) else {}
+        cell = tuple(sorted((str(k), tuple(str(v) for v in vs)) for k, vs in params.items() if isinstance(vs, list)))
         for name in test.get("names") or []:
             node_id = f"{path}::{name}"
             entries.setdefault(node_id, []).append(
@@ -53,6 +55,7 @@ def _entries(path: str, text: str, where: Path) -> tuple[dict[str, list[Entry]],
                     tuple(d if isinstance(d, str) else tuple(d) for d in only.get("dtypes") or ()),
                     tuple(only.get("ops") or ()),
                     tuple(only.get("modules") or ()),
+                    cell,
                 )
             )
     return entries, unlisted

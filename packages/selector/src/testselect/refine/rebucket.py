@@ -36,21 +36,30 @@ class Entry:
     dtypes: tuple[str | tuple[str, ...], ...] = ()  # a name: one of the case's dtypes; a tuple: exactly those
     ops: tuple[str, ...] = ()
     modules: tuple[str, ...] = ()
+    params: tuple[tuple[str, tuple[str, ...]], ...] = ()  # argument name -> the value texts it may take
 
     @classmethod
     def of(cls, d: Decision) -> Entry:
-        return cls(d.node_id, d.mode, d.reason, ((d.dtype,) if d.dtype else ()) + d.combos, d.ops, d.modules)
+        dtypes = ((d.dtype,) if d.dtype else ()) + d.combos
+        return cls(d.node_id, d.mode, d.reason, dtypes, d.ops, d.modules, tuple((k, (v,)) for k, v in d.params))
+
+    @property
+    def scope(self) -> tuple:
+        return self.dtypes, self.ops, self.modules, self.params
 
     @property
     def scoped(self) -> bool:
-        return bool(self.dtypes or self.ops or self.modules)
+        return any(self.scope)
 
     def matches(self, case: DeviceCase) -> bool:
-        """testreuse's `only`: every key given holds (`dtypes`: one of the case's dtypes, or all of them)."""
+        """testreuse's `only`: every key given holds (`dtypes`: one of the case's dtypes, or all of them; `params`:
+        each argument takes one of its values)."""
+        arguments = dict(case.params)
         return (
             (not self.dtypes or any(d in case.dtypes if isinstance(d, str) else d == case.dtypes for d in self.dtypes))
             and (not self.ops or case.op in self.ops)
             and (not self.modules or case.module in self.modules)
+            and all(arguments.get(name) in values for name, values in self.params)
         )
 
 
@@ -193,7 +202,8 @@ def split(entry: Decision, cases: Sequence[DeviceCase], device: str, source: str
         w = want(v, device, source)
         narrow.append(Decision(entry.node_id, w.mode, w.reason, w.basis, dtype))
     combos = {k: v for k, v in slices.items() if isinstance(k[1], tuple)}
-    return [first, *narrow, *_cells(entry.node_id, [first, *narrow], combos, wants, device, source)]
+    entries = [first, *narrow, *_cells(entry.node_id, [first, *narrow], combos, wants, device, source)]
+    return entries + _parametrized(entry.node_id, entries, cases, device, source)
 
 
 def _cells(
@@ -211,14 +221,41 @@ def _cells(
     apart: dict[str, list[tuple[tuple[str, ...], list[DeviceCase]]]] = defaultdict(list)
     for (sel, combo), cases in combos.items():
         w = wants[(sel, combo)]
-        at = deciding(scoped, cases[0])
-        decided = entries[at] if at is not None else None
-        if decided is None or decided.mode != w.mode or (w.mode != "mandatory_success" and decided.reason != w.reason):
+        if _misdecided(entries, scoped, cases, w):
             apart[w.key].append((combo, cases))
     out = []
     for _key, cells in sorted(apart.items()):
         w = want([c for _, v in cells for c in v], device, source)
         out.append(Decision(node_id, w.mode, w.reason, w.basis, combos=tuple(sorted(c for c, _ in cells))))
+    return out
+
+
+def _misdecided(entries: list[Decision], scoped: list[Entry], cases: Sequence[DeviceCase], w: Want) -> bool:
+    """Whether the entry deciding these cases (alike in scope) gives another mode than they want, or another
+    reason for a failure."""
+    at = deciding(scoped, cases[0])
+    decided = entries[at] if at is not None else None
+    return decided is None or decided.mode != w.mode or (w.mode != "mandatory_success" and decided.reason != w.reason)
+
+
+def _parametrized(
+    node_id: str, entries: list[Decision], cases: Sequence[DeviceCase], device: str, source: str
+) -> list[Decision]:
+    """Entries for the `@parametrize` cells (one OpInfo or ModuleInfo, dtypes and argument values) that the entries
+    before them would decide otherwise than the cells' cases want, each scoped to its cell: a cell matches the
+    fewest cases, so these come last. Only where the entries by op and dtype mix ends does this add any."""
+    scoped = [Entry.of(d) for d in entries]
+    cells: dict[tuple, list[DeviceCase]] = defaultdict(list)
+    for case in cases:
+        if case.params:
+            cells[(case.op or "", case.module or "", case.dtypes, case.params)].append(case)
+    out = []
+    for (op, module, dtypes, params), cell in sorted(cells.items()):
+        w = want(cell, device, source)
+        if _misdecided(entries, scoped, cell, w):
+            single, combos = (dtypes[0], ()) if len(dtypes) == 1 else (None, (dtypes,) if dtypes else ())
+            ops, modules = ((op,) if op else ()), ((module,) if module else ())
+            out.append(Decision(node_id, w.mode, w.reason, w.basis, single, ops, modules, combos, params))
     return out
 
 

@@ -37,6 +37,7 @@ class Record:
     module: str | None
     dtypes: tuple[str, ...]
     where: str  # FILE:LINE
+    params: tuple[tuple[str, str], ...]  # its other `@parametrize` arguments, values as text
     raw: dict[str, Any] = field(compare=False, repr=False)
 
     @property
@@ -86,6 +87,11 @@ def _check(record: object, where: str) -> Record:
     dtypes = record.get("dtypes")
     if dtypes is not None and (not isinstance(dtypes, list) or not all(isinstance(d, str) for d in dtypes)):
         raise RecordsError(f"{where}: dtypes: expected a list of dtype names, got {_shown(dtypes)}")
+    params = record.get("params") or {}
+    if not isinstance(params, dict) or not all(isinstance(v, str) for v in params.values()):
+        raise RecordsError(
+            f"{where}: params: expected an object of argument names to value texts, got {_shown(params)}"
+        )
     failure = record.get("failure")
     if failure is not None and not isinstance(failure, dict):
         raise RecordsError(f"{where}: failure: expected an object, got {_shown(failure)}")
@@ -97,9 +103,9 @@ def _check(record: object, where: str) -> Record:
             isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
         ):
             raise RecordsError(f"{where}: {key}: expected a number of seconds, got {_shown(record.get(key))}")
-    return Record(
-        nodeid, outcome, mode, generic, record.get("op"), record.get("module"), tuple(dtypes or ()), where, record
-    )
+    op, module = record.get("op"), record.get("module")
+    cell = tuple(sorted(params.items()))
+    return Record(nodeid, outcome, mode, generic, op, module, tuple(dtypes or ()), where, cell, record)
 
 
 def _number(text: str) -> float | str:

@@ -59,7 +59,7 @@ def _case(record: Record, run: Run, cause: Cause | None, device: str) -> tuple[s
         category, reason, evidence = "exception", f"{record.outcome} on {device} (no cause from triage)", {}
     fact = DeviceCase(
         f"{path}::{rest}", device, run.run_id, record.outcome, record.op, record.module, record.dtypes, category,
-        reason, evidence,
+        reason, evidence, record.params,
     )  # fmt: skip
     return f"{path}::{record.generic}", fact
 
@@ -101,8 +101,8 @@ def _mode(entries: list[Entry], case: DeviceCase, unlisted: str) -> str:
 def compare(report: RefineReport, config: Generated, after: dict[str, list[Entry]], cases: dict) -> None:
     """Entry changes of one config (by test and scope) and the promoted / demoted observed cases."""
     for node_id in sorted(set(config.entries) | set(after)):
-        old = {(e.dtypes, e.ops, e.modules): e for e in config.entries.get(node_id, [])}
-        new = {(e.dtypes, e.ops, e.modules): e for e in after.get(node_id, [])}
+        old = {e.scope: e for e in config.entries.get(node_id, [])}
+        new = {e.scope: e for e in after.get(node_id, [])}
         report.entries["added"] += len(new.keys() - old.keys())
         report.entries["removed"] += len(old.keys() - new.keys())
         report.entries["modified"] += sum(

@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS device_cases (
     category TEXT,                  -- NULL: passed; else testreuse triage's cause category, or flaky
     reason TEXT NOT NULL,           -- triage's one-line reason ('' for a pass)
     evidence TEXT NOT NULL,         -- JSON: triage's figures for the cause
+    params TEXT NOT NULL DEFAULT '[]',  -- JSON [[name, value text], ...]: its other @parametrize arguments
     content_hash TEXT NOT NULL,     -- as the evidence's cases.content_hash: an edit makes it stale
     run TEXT NOT NULL,              -- the run id (a crcr run's, or the results file's name)
     UNIQUE (device, node_id)
@@ -33,8 +34,10 @@ CREATE INDEX IF NOT EXISTS device_cases_test ON device_cases(test_node_id);
 
 
 def ensure(store: Store) -> None:
-    """Add the device outcomes table to an index that has none yet."""
+    """Add the device outcomes table to an index that has none yet (and `params` to one recorded before it)."""
     store.db.executescript(SCHEMA)
+    if "params" not in {row[1] for row in store.db.execute("PRAGMA table_info(device_cases)")}:
+        store.db.execute("ALTER TABLE device_cases ADD COLUMN params TEXT NOT NULL DEFAULT '[]'")
 
 
 def exists(store: Store) -> bool:
@@ -46,7 +49,7 @@ def record(store: Store, test_node_id: str, case: DeviceCase) -> None:
     store.db.execute("DELETE FROM device_cases WHERE device = ? AND node_id = ?", (case.device, case.node_id))
     store.db.execute(
         "INSERT INTO device_cases (device, node_id, test_node_id, op, module, dtypes, outcome, category, reason, "
-        "evidence, content_hash, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "evidence, content_hash, run, params) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             case.device,
             case.node_id,
@@ -60,6 +63,7 @@ def record(store: Store, test_node_id: str, case: DeviceCase) -> None:
             json.dumps(case.evidence, sort_keys=True),
             store.content_hash(test_node_id),
             case.run,
+            json.dumps([list(p) for p in case.params]),
         ),
     )
 
@@ -68,15 +72,17 @@ def device_facts(store: Store) -> dict[str, list[DeviceCase]]:
     """generic test node id -> its current device cases (every device), by node id; {} when none were recorded."""
     if not exists(store):
         return {}
+    ensure(store)  # a store recorded before the `params` column gets it
     query = (
         "SELECT d.test_node_id, d.node_id, d.device, d.run, d.outcome, d.op, d.module, d.dtypes, d.category, "
-        f"d.reason, d.evidence FROM device_cases d {current_join('d')} ORDER BY d.node_id, d.device"
+        f"d.reason, d.evidence, d.params FROM device_cases d {current_join('d')} ORDER BY d.node_id, d.device"
     )  # stale rows: unknown
     found: dict[str, list[DeviceCase]] = defaultdict(list)
-    for test, node, device, run, outcome, op, module, dtypes, category, reason, evidence in store.db.execute(query):
-        shape = tuple(json.loads(dtypes))
+    for row in store.db.execute(query):
+        test, node, device, run, outcome, op, module, dtypes, category, reason, evidence, params = row
+        shape, cell = tuple(json.loads(dtypes)), tuple((name, value) for name, value in json.loads(params))
         found[test].append(
-            DeviceCase(node, device, run, outcome, op, module, shape, category, reason, json.loads(evidence))
+            DeviceCase(node, device, run, outcome, op, module, shape, category, reason, json.loads(evidence), cell)
         )
     return dict(found)
 

@@ -50,8 +50,8 @@ def with_op(capabilities: Capabilities, op: str, dtypes: tuple[str, ...]) -> Cap
 HELD_BY_OPS = ("op evidence: aten ops", "device-side evidence: unsupported_op")
 
 
-def _specificity(decision: Decision) -> tuple[bool, bool]:
-    return bool(decision.ops or decision.modules), bool(decision.dtype or decision.combos)
+def _specificity(decision: Decision) -> tuple[bool, bool, bool]:
+    return bool(decision.ops or decision.modules), bool(decision.dtype or decision.combos), bool(decision.params)
 
 
 def _covers(decision: Decision, case: dict) -> bool:
@@ -64,6 +64,7 @@ def _covers(decision: Decision, case: dict) -> bool:
         and (not decision.modules or case["module"] in decision.modules)
         and (decision.dtype is None or dtypes == (decision.dtype,))
         and (not decision.combos or dtypes in decision.combos)
+        and all(case["params"].get(name) == value for name, value in decision.params)
     )
 
 
@@ -84,6 +85,7 @@ def enable_op(store: Store, reasoner: RuleReasoner, op: str, dtypes: tuple[str, 
     """
     if reasoner.capabilities is None:
         raise ValueError("enable-op needs the device's capability export")
+    evidence.ensure(store)  # a store recorded before the parametrization columns gets them
     cases = evidence.tests_of(store, op, None)
     waiting = tuple(sorted({case["test"] for case in cases}))
     files = {node_id.split("::")[0] for node_id in waiting}

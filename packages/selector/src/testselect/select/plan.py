@@ -48,15 +48,19 @@ def facts(store: Store) -> dict[str, tuple[str | None, list[TestFacts]]]:
         raised: dict[int, dict[str, set[str]]] = defaultdict(dict)
         for case_id, op, dtype in db.execute("SELECT case_id, op, dtype FROM case_raised"):
             raised[case_id].setdefault(op, set()).update([dtype] if dtype else [])
-        current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome, c.recorder, c.opinfo, c.module, c.case_dtypes "
+        current = "SELECT c.id, c.node_id, c.test_node_id, c.outcome, c.recorder, c.opinfo, c.module, c.case_dtypes, "
+        current += "c.case_params "
         current += f"FROM cases c {current_join('c')} "
         current += "ORDER BY c.node_id"  # stale cases: unknown
-        for case_id, node_id, test_node_id, outcome, kind, opinfo, module, case_dtypes in db.execute(current):
+        for case_id, node_id, test_node_id, outcome, kind, opinfo, module, case_dtypes, params in db.execute(current):
             ran = {op: frozenset(d) for op, d in ops[case_id].items()}
             if kind == "device":
                 dtypes = tuple(json.loads(case_dtypes))
                 refused = {op: frozenset(d) for op, d in raised[case_id].items()}
-                on_device[test_node_id].append(RecordedCase(node_id, outcome, ran, opinfo, module, dtypes, refused))
+                cell = tuple(sorted(json.loads(params).items()))
+                on_device[test_node_id].append(
+                    RecordedCase(node_id, outcome, ran, opinfo, module, dtypes, refused, cell)
+                )
             else:
                 cases[test_node_id].append(CaseFacts(node_id, case_dtype(node_id), outcome, ran))
     observed = device_store.device_facts(store)
@@ -160,6 +164,8 @@ def render(path: str, decisions: list[Decision], device: str) -> str:
         items = ([d.dtype] if d.dtype is not None else []) + [f"[{', '.join(combo)}]" for combo in d.combos]
         if items:
             only.append(f"dtypes: [{', '.join(items)}]")
+        if d.params:
+            only.append(f"params: {{{', '.join(f'{quote(k)}: [{quote(v)}]' for k, v in d.params)}}}")
         if only:
             lines.append(f"          only: {{{', '.join(only)}}}")
     if not decisions:

@@ -63,6 +63,7 @@ class RecordedCase:
     module: str | None = None
     dtypes: tuple[str, ...] = ()
     raised: dict[str, frozenset[str]] = field(default_factory=dict)  # the calls whose kernel raised
+    params: tuple[tuple[str, str], ...] = ()  # its other `@parametrize` arguments: (name, value as text), by name
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class DeviceCase:
     category: str | None = None  # None: it passed; else triage's (unsupported_op, numerics, crash, ...) or flaky
     reason: str = ""  # triage's one-line reason
     evidence: dict = field(default_factory=dict, compare=False)  # triage's figures (numerics: max_abs, ...)
+    params: tuple[tuple[str, str], ...] = ()  # its other `@parametrize` arguments: (name, value as text), by name
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class Decision:
     ops: tuple[str, ...] = ()  # only these OpInfos' cases (`only: {ops: [...]}`)
     modules: tuple[str, ...] = ()  # only these ModuleInfos' cases (`only: {modules: [...]}`)
     combos: tuple[tuple[str, ...], ...] = ()  # only cases of exactly these dtypes (`only: {dtypes: [[a, b]]}`)
+    params: tuple[tuple[str, str], ...] = ()  # only the cases whose arguments take these values (`only: {params}`)
 
 
 class Reasoner(Protocol):
@@ -202,6 +205,7 @@ class RuleReasoner:
                 case.dtypes,
                 category,
                 reason,
+                params=case.params,
             )
 
         refused = self._lacking(case.raised, ())
