@@ -142,10 +142,9 @@ def main() -> None:
     for name, s in scores["before"].items():
         a = scores["after"][name]
         cases = f"{s['total']:,} ({s['passing']:,})"
-        print(
-            f"| {name} | {cases} | {s['admitted_in_truth']:,} | {s['precision']:.4f} | {s['recall']:.4f} "
-            f"| {a['precision']:.4f} | {a['recall']:.4f} |"
-        )
+        figures = [s["precision"], s["recall"], a["precision"], a["recall"]]
+        shown = " | ".join("-" if f is None else f"{f:.4f}" for f in figures)  # None: nothing admitted, or none passes
+        print(f"| {name} | {cases} | {s['admitted_in_truth']:,} | {shown} |")
 
 
 if __name__ == "__main__":
