@@ -175,6 +175,24 @@ def test_the_row_ring_carries_its_consumers_and_reads_and_writes_whole_rows_as_s
     assert all(op["strides"] == [N, 1] for op in full.values()), dumped["operands"]
 
 
+def test_the_sliced_row_ring_reads_input_and_weight_as_stored_in_chunks_of_k(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a transformer's up projection, [2048, 1024] x [1024, 4096]: the row ring cuts its K-chunks on chip out of
+    # each core's rows of the input and band of the weight, so neither is relaid into K-chunk blocks
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    x, w, bias = X.repeat(8, 2), (torch.randn(2 * N, 2 * K) / (2 * K) ** 0.5).half(), BIAS.repeat(2)
+    fn = lambda x, w, b: F.gelu(F.linear(x, w, b))  # noqa: E731
+    out, kernels = compiled_run(fn, x, w, bias)
+    assert len(_matmul_kernels(kernels)) == 1, kernels
+    assert [k for k in kernels if k.startswith("ring_relayout_")] == [], kernels
+    assert excess(out, float64_reference(fn, x, w, bias), _bound()) <= 0
+    (dumped,) = [json.loads(f.read_text()) for f in tmp_path.glob("ring_addmm_*.decisions.json")]
+    division = dumped["fusion"]["division"]
+    assert (division["scheme"], division["sliced"]) == ("row_ring", True), division
+    assert division["tile"]["k"] < 2 * K
+
+
 def test_a_row_operand_of_the_consumers_is_read_piece_by_piece() -> None:
     # a scale per row: the ring scheme's pieces are 256 / 32 = 8 rows, 16 bytes of fp16, repeated onto a stick
     scale = torch.randn(M, dtype=torch.float16)

@@ -82,6 +82,30 @@ def test_the_row_ring_stores_whole_rows_where_the_host_reads_them():
     assert report.ring_bytes > 0
 
 
+@pytest.mark.parametrize("b_along_k", [False, True])
+def test_the_sliced_row_ring_reads_its_operands_as_stored_and_cuts_their_chunks_on_chip(b_along_k):
+    graph = matmul_graph(1024, 256, 512)
+    division = MatmulDivision("mm", "row_ring", 2, 32, MatmulTile(16, 16, 128, 2, 2), 0.0, 0, sliced=True)
+    emitted = emit_matmul(graph, graph.ops[0], division, None, b_along_k=b_along_k)
+    generator = torch.Generator().manual_seed(3)
+    a, weight = torch.randn(1024, 256, generator=generator).half(), torch.randn(512, 256, generator=generator).half()
+    b = weight.t() if b_along_k else weight.t().contiguous()  # along K: a linear layer's weight, as stored
+    (_, pack_a), (_, pack_b) = emitted.layouts["a"][0], emitted.layouts["b"][0]
+    assert pack_a(a).is_contiguous()  # A's rows as stored: nothing to relay
+    assert pack_b(b).is_contiguous() == b_along_k  # along N, B's chunks are still blocks
+    buffers = emitted.pack({"a": a, "b": b})
+    report = launch(emitted.program, buffers)
+    torch.testing.assert_close(buffers["c"].view(1024, 512).float(), a.float() @ b.float(), atol=0.05, rtol=2e-3)
+    code = emitted.program["cores"][5]["instructions"]
+    reads = [i for i in code if i["op"] == "dma_in"]
+    cuts = [i for i in code if i["op"] == "compute" and i["fn"] == "slice"]
+    steps = division.m_parts * 2  # blocks x K-chunks
+    # a DMA of the piece's rows per block; the band's rows once, or each step's chunk of it in two halves
+    assert len(reads) == division.m_parts + (1 if b_along_k else 2 * steps)
+    assert len(cuts) == steps * (2 if b_along_k else 1)
+    assert report.ring_bytes > 0
+
+
 @pytest.mark.parametrize("scheme", ["grid", "ring", "row_ring"])
 def test_a_matmul_fuses_its_epilogue_and_the_unfused_kernel_agrees(scheme):
     graph = matmul_graph(256, 128, 256)

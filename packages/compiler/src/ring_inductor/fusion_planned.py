@@ -248,12 +248,14 @@ def _bound(graph: KernelGraph, division: MatmulDivision, parts: int) -> list[Ope
     by_name = {op.name: op for op in graph.operands}
     a, b = by_name["mm_a"], by_name["mm_b"]
     k = a.access.sizes[1]
-    # the ring scheme's left pieces are blocked core-major, unless K is one chunk: then whole rows, as stored
-    groups = division.n_parts if ring and tile.k != k else 1
-    lefts = [blocked(_part(a.access, parts, p), k, (tile.m, tile.k), row_groups=groups) for p in range(parts)]
+    # the ring scheme's left pieces are blocked core-major, unless K is one chunk: then whole rows, as stored; the
+    # sliced row ring reads whole rows of both operands as stored too and cuts their K-chunks on chip
+    chunk = k if division.sliced else tile.k
+    groups = division.n_parts if ring and chunk != k else 1
+    lefts = [blocked(_part(a.access, parts, p), k, (tile.m, chunk), row_groups=groups) for p in range(parts)]
     operands = [Operand(f"a.{p}", a.buffer, a.dtype, left, False) for p, left in enumerate(lefts)]
     if b_along_k(graph):  # blocks of B's transpose, [n, k] as stored: [column tiles, K-chunks, tn, tk]
-        right = blocked(as_stored(b.access), k, (tile.n, tile.k))
+        right = blocked(as_stored(b.access), k, (tile.n, chunk))
     else:
         right = blocked(b.access, n, (tile.k, tile.n), cols_first=True)
     operands.append(Operand("b", b.buffer, b.dtype, right, False))

@@ -44,6 +44,9 @@ class MatmulDivision:
     estimate: float
     #: device-memory bytes the scheme moves (operands as often as they are re-read, plus the output)
     traffic: int
+    #: row ring in K-chunks: each core reads its piece of A's rows (and its band of B's rows, B stored along K)
+    #: whole, as stored, and slices each K-chunk out on chip: no relayout into K-chunk blocks
+    sliced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +117,15 @@ def relays(
     division: MatmulDivision, shape: tuple[int, int, int], b_along_k: bool, itemsize: int, cost: CostModel
 ) -> float:
     """Cycles of relaying what `division` does not read or write as stored, each tensor read and written once: A
-    into K-chunk blocks (unless K is one chunk), B into its blocks (unless they are runs of B's stored rows: a
-    K-chunk of all K along K, a grid's tile of all N along N) and the output from tiles into rows (unless the row
-    ring's, or a grid tile of all N)."""
+    into K-chunk blocks (unless K is one chunk or the row ring slices it), B into its blocks (unless they are runs
+    of B's stored rows: a K-chunk of all K or sliced along K, a grid's tile of all N along N) and the output from
+    tiles into rows (unless the row ring's, or a grid tile of all N)."""
     m, n, k = shape
     tile, grid = division.tile, division.scheme == "grid"
-    b_as_stored = tile.k == k if b_along_k else grid and tile.n == n
+    a_as_stored = tile.k == k or division.sliced
+    b_as_stored = a_as_stored if b_along_k else grid and tile.n == n
     rows_out = division.scheme == "row_ring" or (grid and tile.n == n)
-    moved = (0 if tile.k == k else m * k) + (0 if b_as_stored else k * n) + (0 if rows_out else m * n)
+    moved = (0 if a_as_stored else m * k) + (0 if b_as_stored else k * n) + (0 if rows_out else m * n)
     return cost.memory(2 * moved * itemsize)
 
 
@@ -153,6 +157,23 @@ def _grid(
 RING_MAX_K = 512
 
 
+@dataclass(frozen=True, slots=True)
+class SlicedRows:
+    """The row ring's whole-K rows kept on chip to slice K-chunks from: a piece of A's rows per block (two: the
+    next block's loads while this one's are cut), and, with B stored along K, the core's band of B's rows, read
+    once for every block."""
+
+    b_along_k: bool
+
+    def footprint(self, piece: int, cols: int, k: int, itemsize: int, cost: CostModel) -> int:
+        band = cost.stick_bytes(cols * k * itemsize) if self.b_along_k else 0
+        return 2 * cost.stick_bytes(piece * k * itemsize) + band
+
+    def cuts(self, tile: MatmulTile, cost: CostModel) -> float:
+        """Cycles of one step's cuts: A's chunk, and B's when its band is kept."""
+        return cost.vector(tile.m * tile.k) + (cost.vector(tile.n * tile.k) if self.b_along_k else 0)
+
+
 def ring_tile(
     rows: int,
     cols: int,
@@ -162,6 +183,7 @@ def ring_tile(
     epilogue: EpilogueRoom | None = None,
     whole_k: bool = False,
     row_ring: bool = False,
+    sliced: SlicedRows | None = None,
 ) -> MatmulTile | None:
     """For a ring scheme: a `rows` x `cols` accumulator per core (the column ring's band of a block's columns, or
     the row ring's piece of its rows over every band), pieces of rows/32 rows, the largest K-chunk.
@@ -170,7 +192,8 @@ def ring_tile(
     its neighbour) and two of the one that stays (this step's and the prefetched next): left pieces travel in the
     column ring and right chunks of a band in the row ring. And two output pieces being stored (and a fused
     `epilogue`'s tiles); the row ring also the row of output pieces it assembles (a fused epilogue's rows of
-    operands and results). With `whole_k`, only a chunk of the whole of K.
+    operands and results). With `whole_k`, only a chunk of the whole of K; `sliced` (row ring), K-chunks smaller
+    than K cut on chip out of the whole-K rows it keeps as well.
     """
     stick_elems = cost.stick // itemsize
     piece = rows // cost.cores
@@ -180,7 +203,10 @@ def ring_tile(
     if row_ring:
         row_bytes = epilogue.row_bytes if epilogue is not None else cols * cost.cores * itemsize
         extra += cost.stick_bytes(piece * row_bytes)
+    if sliced is not None:
+        extra += sliced.footprint(piece, cols, k, itemsize, cost)
     chunks = [k] if whole_k else [c for c in range(min(RING_MAX_K, k), 0, -stick_elems) if k % c == 0]
+    chunks = [c for c in chunks if c < k] if sliced is not None else chunks
     for chunk in chunks:
         tile = MatmulTile(piece, cols, chunk, 2 if row_ring else 3, itemsize)
         if not tile.whole_sticks(cost.stick):
@@ -203,17 +229,19 @@ def _rings(
 ) -> list[MatmulDivision]:
     """Each ring scheme with the fewest row blocks whose accumulator and buffers fit (fewer blocks, less
     re-reading), in K-chunks and, when B is stored along K (the layout pass keeps it), with K whole: then each
-    core's band of B is a run of its stored rows and A's pieces are its rows as stored (`relays` prices the rest)."""
+    core's band of B is a run of its stored rows and A's pieces are its rows as stored (`relays` prices the rest).
+    The row ring also in K-chunks cut on chip from rows read as stored (`SlicedRows`)."""
     _, n, k = shape
     if n % cost.cores:
         return []
     cols = n // cost.cores
+    variants = [(False, False, None), (True, False, None), (True, False, SlicedRows(b_along_k))]
+    variants += [(row_ring, True, None) for row_ring in (False, True)] if b_along_k else []
     found = []
-    for row_ring in (False, True):
-        for whole_k in (False, True) if b_along_k else (False,):
-            tile_of = lambda rows: ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k, row_ring)  # noqa: B023, E731
-            division = _ring_blocks(name, shape, minimum, itemsize, cost, tile_of, row_ring)
-            found += [division] if division is not None else []
+    for row_ring, whole_k, sliced in variants:
+        tile_of = lambda rows: ring_tile(rows, cols, k, cost, itemsize, epilogue, whole_k, row_ring, sliced)  # noqa: B023, E731
+        division = _ring_blocks(name, shape, minimum, itemsize, cost, tile_of, row_ring, sliced)
+        found += [division] if division is not None else []
     return found
 
 
@@ -225,6 +253,7 @@ def _ring_blocks(
     cost: CostModel,
     tile_of: Callable[[int], MatmulTile | None],
     row_ring: bool,
+    sliced: SlicedRows | None = None,
 ) -> MatmulDivision | None:
     """The ring division with the fewest row blocks whose tile (`tile_of` a block's rows) fits."""
     (m, n, k), cores = shape, cost.cores
@@ -239,6 +268,7 @@ def _ring_blocks(
         rotated = (tile.k * tile.n if row_ring else tile.m * tile.k) * itemsize
         # each of the 32 rounds of a step waits for its piece to arrive and for the previous piece's compute
         rounds = steps * cores * max(cost.matmul(tile.m * tile.n * tile.k), cost.ring(rotated))
+        rounds += steps * sliced.cuts(tile, cost) if sliced is not None else 0
         if row_ring:
             # after each block every core copies its 32 output pieces into its rows and stores them in one DMA
             row = tile.m * n * itemsize
@@ -247,7 +277,8 @@ def _ring_blocks(
             # after each block every core stores its 32 output pieces one DMA after another, all cores at once
             stores = blocks * cores * cost.dma(tile.m * tile.n * itemsize, concurrent=cores)
         estimate = max(rounds, cost.memory(traffic, mixed=False)) + stores
-        return MatmulDivision(name, "row_ring" if row_ring else "ring", blocks, cores, tile, estimate, traffic)
+        scheme = "row_ring" if row_ring else "ring"
+        return MatmulDivision(name, scheme, blocks, cores, tile, estimate, traffic, sliced is not None)
     return None
 
 

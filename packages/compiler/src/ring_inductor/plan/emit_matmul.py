@@ -276,7 +276,7 @@ def _rounds(
     spread over the rounds from round 1 (its own tile is free once round 0 has sent it), so each finds its DMA
     engine free and never stalls issue; `finish` ends a step (a block's last step stores its outputs)."""
     code = loads(0)
-    prefetch_rounds = {0: 1, 1: cores // 3, 2: 2 * cores // 3}
+    prefetch_rounds = {0: 1, 1: cores // 3, 2: 2 * cores // 3, 3: 5 * cores // 6}
     for index in range(steps):
         slot = travelling
         upcoming = loads(index + 1) if index + 1 < steps else []
@@ -318,25 +318,44 @@ def _row_ring(job: _Job):
     """Each core keeps its piece of a block's rows of A (and of the output, over every column band); the chunks of
     B's column bands rotate round the ring, so after a block each core holds whole rows of the output and stores
     them with one DMA where the host reads them. A core's pieces of successive blocks are successive rows, so its
-    DMAs stay within 1/32 of A and of the output."""
+    DMAs stay within 1/32 of A and of the output. A `sliced` division reads its piece of A's rows whole, as
+    stored (one DMA a block), and with B along K its band of B's rows too (one DMA in all), and cuts each step's
+    K-chunks out of them on chip: neither operand is relaid into K-chunk blocks."""
     m, n, cores, a, epilogue, dtype = job.m, job.n, job.cores, job.a, job.epilogue, job.dtype
     shape = _ring_shape(job)
     piece, k, cols, chunks, per_part, itemsize, steps, lead, inner = shape
+    sliced, k_total = job.division.sliced, job.k_total
+    band_kept = sliced and job.b_along_k
     programs = []
     for core in range(cores):
         tiles, acc = _accumulators(cores, piece, cols)
         own = [tiles.add(f"a{s}", dtype, [piece, k]) for s in range(2)]
         mine = _right_halves(tiles, "b", job, k, cols, itemsize)
         rotating = [tiles.add(f"r{s}", dtype, [lead, inner]) for s in range(2)]
+        rows = [tiles.add(f"a_rows{s}", dtype, [piece, k_total]) for s in range(2)] if sliced else []
+        band = tiles.add("b_rows", dtype, [cols, k_total]) if band_kept else ""
         grid = TileGrid(piece, cols, m // piece, cores, cols_first=False, out_slots=2, banded=True)
         epilogue.place(tiles, grid)
 
-        def loads(index: int, core: int = core, own: list[str] = own) -> list[dict[str, Any]]:
-            """The DMAs of step `index`: this core's piece of A, then the two halves of its band's chunk of B."""
+        def loads(index: int, core: int = core, own: list[str] = own, rows: list[str] = rows, band: str = band,
+                  mine: str = mine) -> list[dict[str, Any]]:  # fmt: skip
+            """The DMAs of step `index`: this core's piece of A (or, sliced, its chunk cut from the piece's rows,
+            read at a block's first chunk), then its band's chunk of B (in two halves, or cut from the band)."""
             block, chunk = steps[index]
             part, local = divmod(block, per_part)
-            left = ((core * per_part + local) * chunks + chunk) * piece * k * itemsize
-            return [dma_in(f"{a}.{part}", left, own[index % 2]), *_band_chunk(job, shape, core, chunk, "b")]
+            if not sliced:
+                left = ((core * per_part + local) * chunks + chunk) * piece * k * itemsize
+                return [dma_in(f"{a}.{part}", left, own[index % 2]), *_band_chunk(job, shape, core, chunk, "b")]
+            cut = {"dim": 1, "start": chunk * k, "end": (chunk + 1) * k}
+            code = [dma_in(job.b, core * cols * k_total * itemsize, band)] if band and index == 0 else []
+            if chunk == 0:
+                code.append(
+                    dma_in(f"{a}.{part}", (core * per_part + local) * piece * k_total * itemsize, rows[block % 2])
+                )
+            code.append(compute("slice", [rows[block % 2]], own[index % 2], **cut))
+            if band:
+                return [*code, compute("slice", [band], mine, **cut)]
+            return code + _band_chunk(job, shape, core, chunk, "b")
 
         def accumulate(index: int, band: int, slot: str, acc: list[str] = acc, own: list[str] = own) -> dict:
             return _accumulate(job, steps[index][1], own[index % 2], slot, acc[band])
@@ -353,12 +372,15 @@ def _row_ring(job: _Job):
         programs.append({"core": core, "tiles": tiles.specs, "instructions": code})
 
     def pack_a(t: torch.Tensor) -> torch.Tensor:
+        if sliced:  # the pieces' rows as stored
+            return t
         return t.reshape(per_part * cores, piece, chunks, k).permute(0, 2, 1, 3)
 
     def read_c(buffer: torch.Tensor) -> torch.Tensor:
         return buffer.view(m, n)
 
-    return programs, pack_a, _band_packer(job, chunks, k, cols), read_c
+    pack_b = (lambda t: t) if band_kept else _band_packer(job, chunks, k, cols)
+    return programs, pack_a, pack_b, read_c
 
 
 def _grid(job: _Job):
