@@ -94,7 +94,8 @@ TorchSpecifier = Annotated[
 ]
 CaseName = Annotated[str, AfterValidator(_case_name)]
 ParamValues = Annotated[
-    list[str | bool | int | float | None], Field(min_length=1, description="The values, any one of which matches.")
+    list[Annotated[str | bool | int | float | None, AfterValidator(str)]],
+    Field(min_length=1, description="The values, any one of which matches; kept as their text (`true`: 'True')."),
 ]
 
 

@@ -72,9 +72,9 @@ def _in_scope(placed: PlacedRule, case: Case) -> bool:
     return only.modules is None or case.module in only.modules
 
 
-def _params_match(scope: dict[str, list[str | bool | int | float | None]], params: dict[str, str]) -> bool:
-    """`only.params`: each named argument takes one of its listed values, compared as text (YAML `true` is True)."""
-    return all(name in params and params[name] in {str(v) for v in values} for name, values in scope.items())
+def _params_match(scope: dict[str, list[str]], params: dict[str, str]) -> bool:
+    """`only.params`: each named argument takes one of its listed values (both as text: YAML `true` is 'True')."""
+    return all(params.get(name) in values for name, values in scope.items())
 
 
 def _dtype_matches(item: str | list[str], dtypes: tuple[str, ...]) -> bool:
