@@ -37,6 +37,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, ...]
         lambda: (torch.randn(8, 128, 64), torch.randn(8, 96, 128)),
         64,
     ),
+    "4-D attention keys out of a fused qkv product": (  # aten's matmul copies them: into K-sticks, not N-sticks
+        lambda q, x: q @ _heads(x, 1).transpose(-2, -1),
+        lambda: (torch.randn(2, 4, 128, 64), torch.randn(2, 128, 768)),
+        64,
+    ),
     "gelu(linear) fused": (
         lambda x, w, b: F.gelu(F.linear(x, w, b)),
         lambda: (torch.randn(256, 128), torch.randn(256, 128) / 11, torch.randn(256)),
@@ -48,6 +53,12 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, ...]
         1024,
     ),
 }
+
+
+def _heads(x: torch.Tensor, which: int) -> torch.Tensor:
+    """q, k or v ([batch, heads, tokens, 64]) of a fused [batch, tokens, 3 * heads * 64] product."""
+    batch, tokens, width = x.shape
+    return x.view(batch, tokens, 3, width // 192, 64).permute(2, 0, 3, 1, 4)[which]
 
 
 def _run(case: str, layout_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[torch.Tensor, list[str], float]:
@@ -119,3 +130,32 @@ def test_a_planned_linear_reads_its_weight_and_input_as_stored(monkeypatch: pyte
     relaid = [n for n in on_kernels if n.startswith("ring_relayout_")]
     assert relaid, on_kernels
     assert all("_store_" in n for n in relaid), on_kernels  # only the column bands' store remains
+
+
+@pytest.mark.parametrize(
+    ("fn", "left", "chosen"),
+    [
+        (lambda q, x: q @ _heads(x, 1).transpose(-2, -1), 64, "along K"),  # keys: copied as stored, read along K
+        (lambda p, x: p @ _heads(x, 2), 128, "along N"),  # values: rows of N already; along K would transpose
+    ],
+    ids=["keys", "values"],
+)
+def test_a_copied_right_operand_takes_the_sticks_the_simulator_prices_cheaper(
+    fn: Callable[..., Any], left: int, chosen: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(config, "dump_dir", str(tmp_path))
+    torch.manual_seed(0)
+    inputs = (torch.randn(2, 4, 128, left).half(), torch.randn(2, 128, 768).half())
+    with torch.no_grad(), ringsim.profile() as profile:
+        out, _ = compiled_run(fn, *inputs)
+    (decisions_file,) = tmp_path.glob("ring_operand_sticks_bmm_*.decisions.json")
+    decision = json.loads(decisions_file.read_text())
+    options = decision["options"]
+    assert decision["chosen"] == chosen == min(options, key=lambda sticks: options[sticks]["total"])
+    for option in options.values():
+        assert option["total"] == option["relayout"] + option["matmul"] > option["matmul"] > 0
+    bmm = next(r for r in profile.reports if r.name.startswith("ring_bmm_"))
+    assert bmm.name.endswith("_along_k") == (chosen == "along K")
+    assert bmm.total_cycles == pytest.approx(options[chosen]["matmul"])
+    reference = float64_reference(fn, *inputs)
+    assert excess(out.cpu(), reference, device_bound(torch.float16, "matmul", k=left, scale=4)) <= 0

@@ -47,6 +47,8 @@ SYMBOLS: tuple[tuple[str, str], ...] = (
     ("torch.utils._pytree", "tree_leaves"),
     ("torch.ops", "aten._softmax"),
     ("torch.ops", "aten._log_softmax"),
+    ("torch._inductor.custom_graph_pass", "CustomGraphModulePass"),
+    ("torch.ops", "aten._unsafe_view"),
 )
 
 register_backend_for_device = _resolve(*SYMBOLS[0])
@@ -76,6 +78,10 @@ tree_leaves = _resolve(*SYMBOLS[19])
 #: aten's internal softmax packets, which the ring decompositions replace.
 aten_softmax = _resolve(*SYMBOLS[20])
 aten_log_softmax = _resolve(*SYMBOLS[21])
+#: The base of the graph pass Inductor runs per device after its post-grad passes (`operand_sticks`).
+CustomGraphModulePass = _resolve(*SYMBOLS[22])
+#: The reshape aten's matmul decomposition ends a copied operand with.
+aten_unsafe_view = _resolve(*SYMBOLS[23])
 
 
 def realize_input(x: Any) -> Any:
