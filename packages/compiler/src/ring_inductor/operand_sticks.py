@@ -28,13 +28,6 @@ _MATMULS = {aten.bmm.default: "bmm", aten.mm.default: "mm"}
 _VIEWS = (aten.reshape.default, aten.view.default, aten_unsafe_view.default)
 
 
-def _relay_cycles(view: torch.Tensor) -> float | None:
-    """The simulated cycles of the fastest relayout program making `view` contiguous; None when none fits."""
-    layout = relayout.Relayout(relayout.normalized(tuple(view.shape), tuple(view.stride())), view.dtype)
-    timed = [c["cycles"] for c in relayout.choose(layout).candidates if "cycles" in c]
-    return min(timed) if timed else None
-
-
 def _matmul_cycles(fn: str, shapes: tuple[tuple[int, ...], ...], dtype: torch.dtype, along_k: bool) -> float | None:
     """The simulated cycles of the whole-B matmul program; None when B overflows a core (the planner's case)."""
     try:
@@ -48,7 +41,7 @@ def price(fn: str, shapes: tuple[tuple[int, ...], ...], source: torch.Tensor) ->
     operand: in its own order, read along N, or in its transpose's order, read along K. None: not priceable."""
     options: dict[str, dict[str, float] | None] = {}
     for sticks, copied in (("along N", source), ("along K", source.transpose(-2, -1))):
-        relay = None if copied.is_contiguous() else _relay_cycles(copied)
+        relay = None if copied.is_contiguous() else relayout.cycles(copied)
         product = _matmul_cycles(fn, shapes, source.dtype, sticks == "along K")
         options[sticks] = (
             None
@@ -112,13 +105,12 @@ def choose(graph: Any, node: Any) -> dict[str, Any] | None:
     if found is None:
         return None
     reshape, clone, source = found
-    fn = _MATMULS[node.target]
+    fn, view = _MATMULS[node.target], _value(source)
     shapes = (tuple(_value(node.args[0]).shape), tuple(_value(reshape).shape))
-    options = price(fn, shapes, _value(source))
+    options = price(fn, shapes, view)
     if any(option is None for option in options.values()):
         return None
     chosen = min(options, key=lambda sticks: options[sticks]["total"])
-    view = _value(source)
     decision = {"matmul": node.name, "fn": fn, "shapes": [list(s) for s in shapes],
                 "b_view": {"sizes": list(view.shape), "strides": list(view.stride())},
                 "options": options, "chosen": chosen}  # fmt: skip

@@ -59,10 +59,8 @@ def _packing_cycles(
     for _, pack in emitted.layouts[tensor]:
         view = pack(stored)
         if not view.is_contiguous():
-            chosen = relayout.choose(
-                relayout.Relayout(relayout.normalized(tuple(view.shape), tuple(view.stride())), dtype)
-            )
-            total += min((c["cycles"] for c in chosen.candidates if "cycles" in c), default=float("nan"))
+            relaid = relayout.cycles(view)
+            total += float("nan") if relaid is None else relaid
     return total
 
 

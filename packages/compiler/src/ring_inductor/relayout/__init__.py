@@ -34,8 +34,8 @@ from .blocks import blocks_program
 from .ring import ring_program
 from .views import NoFit, Relayout, normalized
 
-__all__ = ["SCHEMES", "STORE_SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "normalized", "readable",
-           "stick_aligned", "store"]  # fmt: skip
+__all__ = ["SCHEMES", "STORE_SCHEMES", "Chosen", "Relayout", "choose", "contiguous", "cycles", "normalized",
+           "readable", "stick_aligned", "store"]  # fmt: skip
 
 SCHEMES: dict[str, Callable[[Relayout], list[dict[str, Any]]]] = {
     "blocks": blocks_program,
@@ -87,6 +87,13 @@ def choose(layout: Relayout, store: bool = False) -> Chosen:
                  "candidates": candidates, "chosen": best[2]["name"] if best else "device copy"}  # fmt: skip
     dump.write(name, best[2] if best else None, decisions)
     return Chosen(name, best[1] if best else None, tuple(candidates))
+
+
+def cycles(view: torch.Tensor) -> float | None:
+    """The simulated cycles of the fastest program making `view` contiguous (None: no scheme fits), as a planner
+    weighing a relayout prices it; `view` may be a meta tensor."""
+    chosen = choose(Relayout(normalized(tuple(view.shape), tuple(view.stride())), view.dtype))
+    return min((c["cycles"] for c in chosen.candidates if "cycles" in c), default=None)
 
 
 def readable(t: torch.Tensor) -> bool:
